@@ -1,0 +1,44 @@
+"""SharedCache: one instance per key while anything holds it, plus a small LRU of recent keys."""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import OrderedDict
+from typing import Callable, Generic, Hashable, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class SharedCache(Generic[K, V]):
+    """Share immutable-by-convention objects (worlds, seeded states) between episodes.
+
+    Live objects are found through weak references, so 10,000 environments on one task hold one
+    copy; a bounded LRU keeps the most recent ones alive for fast re-use.
+    """
+
+    def __init__(self, maxsize: int = 64) -> None:
+        self.maxsize = maxsize
+        self._live: weakref.WeakValueDictionary[K, V] = weakref.WeakValueDictionary()
+        self._recent: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: K, factory: Callable[[], V]) -> V:
+        with self._lock:
+            value = self._live.get(key)
+        if value is None:
+            value = factory()
+            with self._lock:
+                value = self._live.setdefault(key, value)
+        with self._lock:
+            self._recent[key] = value
+            self._recent.move_to_end(key)
+            while len(self._recent) > self.maxsize:
+                self._recent.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._live.clear()
+            self._recent.clear()

@@ -1,0 +1,67 @@
+"""Helpers every service shares: id generation, lookups with did-you-mean, search, pagination."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
+
+from compoenv.service import ToolError, did_you_mean
+
+__all__ = ["next_id", "get_or_404", "find_one", "search", "page", "norm"]
+
+T = TypeVar("T")
+
+
+def norm(text: Any) -> str:
+    """Case- and whitespace-insensitive form of a value, for matching user-given text."""
+    return " ".join(str(text).split()).casefold()
+
+
+def next_id(prefix: str, existing: Iterable[str], width: int = 4) -> str:
+    """The next id after the largest numeric suffix among ``existing`` (``C-0007`` -> ``C-0008``)."""
+    numbers = [int(m.group(1)) for key in existing
+               if (m := re.search(r"(\d+)$", key)) and key.startswith(prefix)]
+    return f"{prefix}{(max(numbers) + 1) if numbers else 1:0{width}d}"
+
+
+def get_or_404(records: Mapping[str, T], key: str, kind: str) -> T:
+    """``records[key]``, or ToolError(404) with the closest keys as suggestions."""
+    try:
+        return records[key]
+    except KeyError:
+        raise ToolError(404, did_you_mean(key, records.keys(), kind)) from None
+
+
+def find_one(records: Iterable[T], value: str, key: Callable[[T], str], kind: str) -> T:
+    """The single record whose ``key`` equals ``value`` (normalised).
+
+    Raises:
+        ToolError: 404 with suggestions when none matches, 409 when several do.
+    """
+    items = list(records)
+    wanted = norm(value)
+    hits = [item for item in items if key(item).casefold() == wanted]
+    if not hits:
+        raise ToolError(404, did_you_mean(value, [key(item) for item in items], kind))
+    if len(hits) > 1:
+        raise ToolError(409, f"{len(hits)} records match {kind} {value!r}; be more specific")
+    return hits[0]
+
+
+def search(records: Iterable[T], query: str, *fields: Callable[[T], Any]) -> list[T]:
+    """Records where every word of ``query`` occurs in one of ``fields`` (case-insensitive)."""
+    words = norm(query).split()
+    out = []
+    for item in records:
+        text = " ".join(norm(f(item)) for f in fields)
+        if all(w in text for w in words):
+            out.append(item)
+    return out
+
+
+def page(items: Sequence[T], limit: int = 20, offset: int = 0) -> list[T]:
+    """A slice of ``items``; ``limit`` is capped at 100 so results stay readable."""
+    if limit < 1 or offset < 0:
+        raise ToolError(400, f"limit must be >= 1 and offset >= 0, got limit={limit}, "
+                             f"offset={offset}")
+    return list(items[offset: offset + min(limit, 100)])

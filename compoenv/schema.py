@@ -1,0 +1,100 @@
+"""JSON-schema helpers: compact tool schemas and the interface slots found inside them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+__all__ = ["Slot", "compact_schema", "interface_slots", "extract", "brief"]
+
+_DROP = frozenset({"title"})
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """An interface-tagged place in a schema.
+
+    Attributes:
+        interface: The ``x-interface`` name.
+        path: Keys from the root to the value; ``"*"`` stands for every item of a list.
+        required: For parameters, whether the tool requires it.
+        kind: JSON type at that place (``string``, ``number``, ``object``, ...).
+    """
+
+    interface: str
+    path: tuple[str, ...]
+    required: bool = True
+    kind: str = "string"
+
+    @property
+    def many(self) -> bool:
+        return "*" in self.path
+
+
+def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Inline ``$ref``s and drop auto-generated titles: the form agents and validators see."""
+    defs = schema.get("$defs", {})
+
+    def walk(node: Any, depth: int) -> Any:
+        if depth > 32:
+            raise ValueError("schema nests deeper than 32 levels (recursive model?)")
+        if isinstance(node, dict):
+            if "$ref" in node:
+                target = defs[node["$ref"].rsplit("/", 1)[-1]]
+                merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+                return walk(merged, depth + 1)
+            return {k: walk(v, depth + 1) if k not in ("properties",) else
+                    {pk: walk(pv, depth + 1) for pk, pv in v.items()}
+                    for k, v in node.items() if k not in _DROP and k != "$defs"}
+        if isinstance(node, list):
+            return [walk(item, depth + 1) for item in node]
+        return node
+
+    return walk(schema, 0)
+
+
+def _branches(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The non-null alternatives of a node (``Optional[X]`` is ``anyOf: [X, null]``)."""
+    alternatives = node.get("anyOf") or node.get("oneOf")
+    if alternatives:
+        for alt in alternatives:
+            if alt.get("type") != "null":
+                yield alt
+    else:
+        yield node
+
+
+def interface_slots(schema: dict[str, Any], required: bool = True,
+                    path: tuple[str, ...] = ()) -> list[Slot]:
+    """Every interface-tagged place in a compact schema, outermost first."""
+    slots: list[Slot] = []
+    for node in _branches(schema):
+        if "x-interface" in node:
+            slots.append(Slot(node["x-interface"], path, required, node.get("type", "object")))
+        if node.get("type") == "array" and isinstance(node.get("items"), dict):
+            slots.extend(interface_slots(node["items"], required, path + ("*",)))
+        for key, child in (node.get("properties") or {}).items():
+            child_required = required and key in node.get("required", ())
+            slots.extend(interface_slots(child, child_required, path + (key,)))
+    return slots
+
+
+def extract(value: Any, path: tuple[str, ...]) -> list[Any]:
+    """Values found at ``path`` inside ``value`` (a list: ``"*"`` fans out over items)."""
+    found = [value]
+    for key in path:
+        nxt: list[Any] = []
+        for item in found:
+            if key == "*":
+                if isinstance(item, list):
+                    nxt.extend(item)
+            elif isinstance(item, dict) and key in item:
+                nxt.append(item[key])
+        found = nxt
+    return found
+
+
+def brief(value: Any, limit: int = 80) -> str:
+    """A short, safe rendering of untrusted input for error messages."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

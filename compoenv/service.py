@@ -1,0 +1,316 @@
+"""Service base class, the @tool decorator, ToolSpec, and the result envelope."""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Mapping, TypeVar, TypedDict, get_type_hints, overload
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+
+from compoenv._cache import SharedCache
+from compoenv.schema import Slot, brief, compact_schema, interface_slots
+from compoenv.world import World
+
+__all__ = [
+    "Service", "State", "tool", "ToolError", "ToolSpec", "ToolMeta", "ToolResult",
+    "ok", "error", "qualified_name", "split_qualified", "did_you_mean",
+]
+
+SEP = "__"
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class ToolResult(TypedDict, total=False):
+    """The envelope every tool call returns: ``success`` and either ``data`` or ``error``."""
+
+    success: bool
+    data: Any
+    error: dict[str, Any]
+    simulated: bool
+
+
+def ok(data: Any) -> ToolResult:
+    return {"success": True, "data": data}
+
+
+def error(code: int, message: str) -> ToolResult:
+    return {"success": False, "error": {"code": code, "message": message}}
+
+
+class ToolError(Exception):
+    """Raised by a tool to report an expected failure (404 not found, 409 conflict, ...).
+
+    Args:
+        code: 400 bad arguments, 404 unknown entity, 409 state conflict, 422 unprocessable.
+        message: What went wrong, for the agent to read.
+    """
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def qualified_name(service: str, tool_name: str) -> str:
+    """The name an agent sees: ``<service>__<tool>`` (OpenAI function names allow no dots)."""
+    return f"{service}{SEP}{tool_name}"
+
+
+def split_qualified(name: str) -> tuple[str, str]:
+    service, sep, tool_name = name.partition(SEP)
+    return (service, tool_name) if sep else ("", name)
+
+
+def did_you_mean(name: str, choices: Any, kind: str = "name") -> str:
+    """``Unknown tool 'x'. Did you mean 'y'?``: the standard 404 message."""
+    import difflib
+
+    close = difflib.get_close_matches(str(name)[:200], list(choices), n=3, cutoff=0.6)
+    hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    return f"Unknown {kind} {brief(name)}.{hint}"
+
+
+class State(BaseModel):
+    """Base of a service's typed state. Subclass it as ``Service.State``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    def digest(self) -> str:
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolMeta:
+    """What ``@tool`` attaches to a method; the method itself is returned unchanged."""
+
+    read_only: bool = False
+    simulated: bool = False
+    name: str | None = None
+    phrase: str | None = None
+
+
+@overload
+def tool(fn: F) -> F: ...
+@overload
+def tool(*, read_only: bool = ..., simulated: bool = ..., name: str | None = ...,
+         phrase: str | None = ...) -> Callable[[F], F]: ...
+def tool(fn: Any = None, **options: Any) -> Any:
+    """Mark a Service method as a tool.
+
+    Args:
+        read_only: The tool never changes state (drives replay, rubric and composition).
+        simulated: Always answered by the world model, even though the method exists.
+        name: Tool name if not the method name.
+        phrase: Instruction template for composed tasks, with ``{param}`` placeholders
+            (``"send an email to {to} with subject {subject}"``).
+    """
+    meta = ToolMeta(**options)
+
+    def mark(func: F) -> F:
+        func.__compoenv_tool__ = meta  # type: ignore[attr-defined]
+        return func
+
+    return mark(fn) if fn is not None else mark
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool parsed once: names, description, schemas, interface slots and validators."""
+
+    service: str
+    name: str
+    description: str
+    read_only: bool
+    simulated: bool
+    parameters: dict[str, Any]
+    returns: dict[str, Any]
+    phrase: str | None = None
+    method: str | None = None
+    args_model: type[BaseModel] | None = field(default=None, repr=False, compare=False)
+    return_adapter: TypeAdapter[Any] | None = field(default=None, repr=False, compare=False)
+    inputs: tuple[Slot, ...] = field(default=(), compare=False)
+    outputs: tuple[Slot, ...] = field(default=(), compare=False)
+
+    @property
+    def qualified_name(self) -> str:
+        return qualified_name(self.service, self.name)
+
+    def to_openai(self) -> dict[str, Any]:
+        """The tool in OpenAI function-calling format."""
+        return {"type": "function", "function": {
+            "name": self.qualified_name, "description": self.description,
+            "parameters": self.parameters}}
+
+    def validate(self, arguments: Any) -> dict[str, Any]:
+        """Validated keyword arguments; raises ToolError(400) naming each bad field."""
+        if not isinstance(arguments, Mapping):
+            raise ToolError(400, f"Arguments of {self.qualified_name} must be a JSON object, "
+                                 f"got {type(arguments).__name__}: {brief(arguments)}")
+        assert self.args_model is not None
+        try:
+            return self.args_model.model_validate(arguments).__dict__
+        except ValidationError as exc:
+            raise ToolError(400, self._explain(exc)) from None
+
+    def _explain(self, exc: ValidationError) -> str:
+        problems = []
+        for err in exc.errors(include_url=False)[:8]:
+            where = ".".join(str(part) for part in err["loc"]) or "arguments"
+            if err["type"] == "missing":
+                problems.append(f"missing required argument {where!r}")
+            elif err["type"] == "extra_forbidden":
+                allowed = ", ".join(self.parameters.get("properties", {})) or "none"
+                problems.append(f"unexpected argument {where!r} (expected: {allowed})")
+            else:
+                problems.append(f"argument {where!r}: {err['msg']}, got {brief(err['input'], 60)}")
+        return f"Invalid arguments for {self.qualified_name}: " + "; ".join(problems)
+
+    def dump(self, result: Any) -> Any:
+        """The tool's return value as JSON-able data."""
+        if self.return_adapter is None:
+            return result
+        return self.return_adapter.dump_python(result, mode="json")
+
+
+def _doc_parts(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
+    """Summary paragraph and per-argument descriptions of a Google-style docstring."""
+    doc = inspect.getdoc(fn) or ""
+    summary, _, rest = doc.partition("\n\n")
+    args: dict[str, str] = {}
+    match = re.search(r"^Args:\s*\n((?:[ \t]+.*\n?)+)", rest, re.M)
+    if match:
+        current = None
+        for line in match.group(1).splitlines():
+            head = re.match(r"^\s+(\w+)(?:\s*\(.*?\))?:\s*(.*)$", line)
+            if head and (current is None or len(line) - len(line.lstrip()) <= 8):
+                current = head.group(1)
+                args[current] = head.group(2).strip()
+            elif current:
+                args[current] += " " + line.strip()
+    return " ".join(summary.split()), args
+
+
+def build_spec(service: str, fn: Callable[..., Any], meta: ToolMeta) -> ToolSpec:
+    """Parse a tool method into its ToolSpec (schemas from type hints, via pydantic)."""
+    name = meta.name or fn.__name__
+    where = f"{service}.{fn.__name__}"
+    hints = get_type_hints(fn, include_extras=True)
+    summary, arg_docs = _doc_parts(fn)
+    fields: dict[str, Any] = {}
+    for param in list(inspect.signature(fn).parameters.values())[1:]:
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(f"Tool {where} takes *{param.name}: tools need named parameters")
+        if param.name not in hints:
+            raise TypeError(f"Tool {where}: parameter {param.name!r} has no type hint")
+        default = ... if param.default is param.empty else param.default
+        fields[param.name] = (hints[param.name],
+                              Field(default, description=arg_docs.get(param.name)))
+    if "return" not in hints:
+        raise TypeError(f"Tool {where} has no return type hint")
+    args_model = create_model(f"{service}{SEP}{name}", __config__=ConfigDict(extra="forbid"),
+                              **fields)
+    parameters = compact_schema(args_model.model_json_schema())
+    adapter = TypeAdapter(hints["return"])
+    returns = compact_schema(adapter.json_schema(mode="serialization"))
+    return ToolSpec(
+        service=service, name=name, description=summary or name.replace("_", " "),
+        read_only=meta.read_only, simulated=meta.simulated, parameters=parameters,
+        returns=returns, phrase=meta.phrase, method=fn.__name__, args_model=args_model,
+        return_adapter=adapter,
+        inputs=tuple(s for s in interface_slots(parameters) if s.path),
+        outputs=tuple(interface_slots(returns)),
+    )
+
+
+class Service:
+    """Base class of every service: typed state, a seed from the World, and @tool methods.
+
+    Subclasses set ``name`` and ``domain``, define a nested ``State`` model, implement
+    ``seed(world)`` and decorate tools with ``@tool``. Tools read and write ``self.state``.
+
+    Args:
+        world: The shared World of the episode.
+        state: Start from this state instead of ``seed(world)``.
+    """
+
+    name: ClassVar[str] = ""
+    domain: ClassVar[str] = "general"
+    version: ClassVar[str] = "1"
+
+    class State(State):
+        pass
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.name and (not _NAME.match(cls.name) or SEP in cls.name):
+            raise TypeError(f"Service name {cls.name!r} of {cls.__qualname__} must be lowercase "
+                            f"letters, digits and single underscores, e.g. 'contacts'")
+
+    def __init__(self, world: World, state: State | None = None) -> None:
+        self.world = world
+        self.state = state if state is not None else self.seed(world)
+        self._shared = False
+
+    def seed(self, world: World) -> State:
+        """The initial state, built deterministically from ``world`` (default: empty)."""
+        return self.State()
+
+    @classmethod
+    def description(cls) -> str:
+        return " ".join((inspect.getdoc(cls) or cls.name).split("\n\n")[0].split())
+
+    @classmethod
+    def tool_specs(cls) -> dict[str, ToolSpec]:
+        """This service's tools by (unqualified) name, parsed once per class."""
+        specs = _SPECS.get(cls)
+        if specs is None:
+            specs = {}
+            seen: set[str] = set()
+            for klass in cls.__mro__:
+                for attr, value in vars(klass).items():
+                    meta = getattr(value, "__compoenv_tool__", None)
+                    if attr in seen or not isinstance(meta, ToolMeta):
+                        continue
+                    seen.add(attr)
+                    spec = build_spec(cls.name, value, meta)
+                    specs[spec.name] = spec
+            _SPECS[cls] = specs
+        return specs
+
+    @classmethod
+    def create(cls, world: World) -> Service:
+        """An instance whose seeded state is shared (copy-on-write) with other episodes."""
+        state = _SEEDED.get((cls, world.seed, world.today), lambda: cls(world).state)
+        service = cls(world, state)
+        service._shared = True
+        return service
+
+    def call(self, tool_name: str, arguments: Any) -> ToolResult:
+        """Validate, run and wrap one tool call. Never raises on bad input."""
+        spec = self.tool_specs().get(tool_name)
+        if spec is None:
+            return error(404, did_you_mean(qualified_name(self.name, tool_name),
+                                           [s.qualified_name for s in self.tool_specs().values()],
+                                           "tool"))
+        try:
+            kwargs = spec.validate(arguments)
+            if not spec.read_only and self._shared:
+                self.state = self.state.model_copy(deep=True)
+                self._shared = False
+            return ok(spec.dump(getattr(self, spec.method or spec.name)(**kwargs)))
+        except ToolError as exc:
+            return error(exc.code, exc.message)
+        except NotImplementedError as exc:
+            return error(500, f"{spec.qualified_name} is not implemented{': ' if str(exc) else ''}"
+                              f"{exc} (configure a world model to simulate it)")
+        except Exception as exc:  # a bug in the tool: reported to the agent, never raised
+            return error(500, f"Internal error in {spec.qualified_name}: "
+                              f"{type(exc).__name__}: {brief(str(exc), 200)}")
+
+
+_SPECS: dict[type[Service], dict[str, ToolSpec]] = {}
+_SEEDED: SharedCache[tuple[type, int, Any], State] = SharedCache(maxsize=256)

@@ -1,0 +1,198 @@
+"""World: the seeded population (people, organisations, cities, "today") every service shares."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import random
+from dataclasses import dataclass
+from functools import cached_property
+
+from compoenv._cache import SharedCache
+
+__all__ = ["World", "Person", "Organization", "CityInfo", "DEFAULT_TODAY"]
+
+DEFAULT_TODAY = dt.date(2026, 3, 16)
+
+_FIRST = (
+    "Ada Alan Alice Amara Ana Arjun Ayesha Bea Ben Carla Carlos Chen Chloe Dario Diego Dmitri "
+    "Elena Emeka Emma Erik Fatima Felix Grace Hana Hiro Ines Isaac Ivan Jade Jamal Jonas Julia "
+    "Kai Kenji Lara Leo Lina Luca Maya Mei Mila Nadia Nina Noah Omar Oscar Priya Rafael Ravi "
+    "Rosa Sami Sara Sofia Tariq Tom Uma Vera Wei Yara Zoe"
+).split()
+_LAST = (
+    "Abbott Adler Alvarez Baker Banerjee Becker Brooks Castro Chandra Costa Dalton Diaz Dubois "
+    "Ekwueme Evans Fischer Fontaine Garcia Gupta Hansen Hayes Ibrahim Ito Jensen Kaur Keller "
+    "Kim Kowalski Larsen Lopez Moreau Murphy Nakamura Novak Okafor Olsen Patel Petrov Quinn "
+    "Reyes Rossi Sato Schmidt Silva Singh Sorensen Tanaka Torres Varga Vogel Walsh Weber Wong "
+    "Yilmaz Young Zhang Ziegler"
+).split()
+_ORG_A = (
+    "Acme Apex Bluebird Cobalt Crescent Evergreen Falcon Granite Harbor Helix Ironwood Juniper "
+    "Keystone Lumen Maple Meridian Nimbus Northwind Orchid Pinnacle Quarry Redwood Summit Tidal "
+    "Vertex Willow"
+).split()
+_ORG_B = (
+    "Analytics Bakery Biotech Capital Consulting Design Energy Foods Health Labs Logistics Media "
+    "Robotics Software Studios Systems Travel Ventures"
+).split()
+_TITLES = (
+    "Engineer", "Designer", "Product Manager", "Accountant", "Analyst", "Sales Lead",
+    "Recruiter", "Data Scientist", "Operations Manager", "Lawyer", "Nurse", "Architect",
+    "Marketing Manager", "Consultant", "Teacher", "Chef",
+)
+_STREETS = (
+    "Oak", "Maple", "Cedar", "Elm", "Pine", "Lake", "Hill", "River", "Park", "Mill", "Church",
+    "Station", "Bridge", "Market", "Garden", "Harbor",
+)
+# name, country, airport, base temperature (C, mid-March)
+_CITIES = (
+    ("Amsterdam", "NL", "AMS", 9), ("Athens", "GR", "ATH", 17), ("Austin", "US", "AUS", 23),
+    ("Barcelona", "ES", "BCN", 16), ("Berlin", "DE", "BER", 8), ("Boston", "US", "BOS", 7),
+    ("Chicago", "US", "ORD", 6), ("Dublin", "IE", "DUB", 10), ("Lisbon", "PT", "LIS", 18),
+    ("London", "GB", "LHR", 11), ("Madrid", "ES", "MAD", 16), ("Miami", "US", "MIA", 27),
+    ("Montreal", "CA", "YUL", 1), ("Munich", "DE", "MUC", 9), ("Nairobi", "KE", "NBO", 26),
+    ("Oslo", "NO", "OSL", 3), ("Paris", "FR", "CDG", 12), ("Prague", "CZ", "PRG", 8),
+    ("Rome", "IT", "FCO", 17), ("Seattle", "US", "SEA", 11), ("Seoul", "KR", "ICN", 10),
+    ("Singapore", "SG", "SIN", 31), ("Stockholm", "SE", "ARN", 4), ("Sydney", "AU", "SYD", 25),
+    ("Tokyo", "JP", "HND", 14), ("Toronto", "CA", "YYZ", 3), ("Vienna", "AT", "VIE", 10),
+    ("Zurich", "CH", "ZRH", 9),
+)
+_CURRENCY = {"US": "USD", "GB": "GBP", "CA": "CAD", "AU": "AUD", "JP": "JPY", "KR": "KRW",
+             "SG": "SGD", "CH": "CHF", "SE": "SEK", "NO": "NOK", "CZ": "CZK", "KE": "KES"}
+
+N_PEOPLE = 240
+
+
+@dataclass(frozen=True, slots=True)
+class CityInfo:
+    name: str
+    country: str
+    airport: str
+    base_temp: int
+
+    @property
+    def currency(self) -> str:
+        return _CURRENCY.get(self.country, "EUR")
+
+
+@dataclass(frozen=True, slots=True)
+class Organization:
+    name: str
+    domain: str
+    industry: str
+    city: str
+
+
+@dataclass(frozen=True, slots=True)
+class Person:
+    index: int
+    first: str
+    last: str
+    email: str
+    phone: str
+    street: str
+    postal_code: str
+    city: str
+    country: str
+    employer: str
+    title: str
+    birthday: dt.date
+
+    @property
+    def name(self) -> str:
+        return f"{self.first} {self.last}"
+
+
+class World:
+    """A deterministic population shared by all services of an episode.
+
+    Same seed, same world, byte for byte: every value comes from ``random.Random`` streams whose
+    seeds are hashes of (world seed, stream name), never from Python's salted ``hash``.
+
+    Args:
+        seed: World seed.
+        today: The world's fixed current date.
+    """
+
+    def __init__(self, seed: int = 0, today: dt.date = DEFAULT_TODAY) -> None:
+        self.seed = int(seed)
+        self.today = today
+        rng = self.rng("population")
+        self.cities: tuple[CityInfo, ...] = tuple(CityInfo(*row) for row in _CITIES)
+        org_names = [f"{_ORG_A[k // len(_ORG_B)]} {_ORG_B[k % len(_ORG_B)]}"
+                     for k in rng.sample(range(len(_ORG_A) * len(_ORG_B)), 48)]
+        self.orgs: tuple[Organization, ...] = tuple(
+            Organization(name, name.lower().replace(" ", "") + ".com", name.split()[1],
+                         rng.choice(self.cities).name)
+            for name in org_names
+        )
+        people = []
+        for i, k in enumerate(rng.sample(range(len(_FIRST) * len(_LAST)), N_PEOPLE)):
+            first, last = _FIRST[k // len(_LAST)], _LAST[k % len(_LAST)]
+            org = rng.choice(self.orgs)
+            city = rng.choice(self.cities)
+            people.append(Person(
+                index=i, first=first, last=last,
+                email=f"{first}.{last}@{org.domain}".lower(),
+                phone=f"+1 555-{rng.randrange(100, 1000)}-{rng.randrange(1000, 10000)}",
+                street=f"{rng.randrange(1, 300)} {rng.choice(_STREETS)} Street",
+                postal_code=f"{rng.randrange(10000, 99999)}",
+                city=city.name, country=city.country, employer=org.name,
+                title=rng.choice(_TITLES),
+                birthday=dt.date(rng.randrange(1960, 2004), rng.randrange(1, 13),
+                                 rng.randrange(1, 29)),
+            ))
+        self.people: tuple[Person, ...] = tuple(people)
+
+    def rng(self, stream: str) -> random.Random:
+        """A random stream private to ``stream`` (a service name, say), fixed by the seed."""
+        digest = hashlib.blake2b(f"{self.seed}/{stream}".encode(), digest_size=8).digest()
+        return random.Random(int.from_bytes(digest, "big"))
+
+    @property
+    def user(self) -> Person:
+        """The person the agent works for: owner of the inbox, the accounts, the calendar."""
+        return self.people[0]
+
+    @cached_property
+    def _people_by_name(self) -> dict[str, Person]:
+        return {p.name.lower(): p for p in self.people}
+
+    @cached_property
+    def _cities_by_name(self) -> dict[str, CityInfo]:
+        return {c.name.lower(): c for c in self.cities}
+
+    def person(self, name: str) -> Person | None:
+        return self._people_by_name.get(name.strip().lower())
+
+    def city(self, name: str) -> CityInfo | None:
+        return self._cities_by_name.get(name.strip().lower())
+
+    def at(self, days: int = 0, hour: int = 9, minute: int = 0) -> str:
+        """An ISO datetime ``days`` after today (negative for the past)."""
+        day = self.today + dt.timedelta(days=days)
+        return f"{day.isoformat()}T{hour:02d}:{minute:02d}"
+
+    def date(self, days: int = 0) -> str:
+        return (self.today + dt.timedelta(days=days)).isoformat()
+
+    def digest(self) -> str:
+        """A content hash of the population: equal seeds give equal digests."""
+        h = hashlib.sha256(f"{self.seed}|{self.today}".encode())
+        for p in self.people:
+            h.update(repr(p).encode())
+        for o in self.orgs:
+            h.update(repr(o).encode())
+        return h.hexdigest()
+
+    @classmethod
+    def get(cls, seed: int, today: dt.date = DEFAULT_TODAY) -> World:
+        """The shared World for ``seed``: one instance while anything holds it."""
+        return _WORLDS.get((int(seed), today), lambda: cls(int(seed), today))
+
+    def __repr__(self) -> str:
+        return f"World(seed={self.seed}, today={self.today.isoformat()})"
+
+
+_WORLDS: SharedCache[tuple[int, dt.date], World] = SharedCache(maxsize=64)

@@ -1,0 +1,1 @@
+"""The built-in service library: <domain>/<service>.py, and specs/ for world-model services."""

@@ -1,0 +1,1 @@
+"""Productivity services: contacts, email, calendar."""
