@@ -16,7 +16,8 @@ class Slot:
 
     Attributes:
         interface: The ``x-interface`` name.
-        path: Keys from the root to the value; ``"*"`` stands for every item of a list.
+        path: Keys from the root to the value; ``"*"`` stands for every item of a list (or every
+            value of a mapping).
         required: For parameters, whether the tool requires it.
         kind: JSON type at that place (``string``, ``number``, ``object``, ...).
     """
@@ -73,6 +74,8 @@ def interface_slots(schema: dict[str, Any], required: bool = True,
             slots.append(Slot(node["x-interface"], path, required, node.get("type", "object")))
         if node.get("type") == "array" and isinstance(node.get("items"), dict):
             slots.extend(interface_slots(node["items"], required, path + ("*",)))
+        if isinstance(node.get("additionalProperties"), dict):
+            slots.extend(interface_slots(node["additionalProperties"], required, path + ("*",)))
         for key, child in (node.get("properties") or {}).items():
             child_required = required and key in node.get("required", ())
             slots.extend(interface_slots(child, child_required, path + (key,)))
@@ -88,6 +91,8 @@ def extract(value: Any, path: tuple[str, ...]) -> list[Any]:
             if key == "*":
                 if isinstance(item, list):
                     nxt.extend(item)
+                elif isinstance(item, dict):
+                    nxt.extend(item.values())
             elif isinstance(item, dict) and key in item:
                 nxt.append(item[key])
         found = nxt

@@ -57,7 +57,7 @@ class ToolError(Exception):
 
 def qualified_name(service: str, tool_name: str) -> str:
     """The name an agent sees: ``<service>__<tool>`` (OpenAI function names allow no dots)."""
-    return f"{service}{SEP}{tool_name}"
+    return f"{service}{SEP}{tool_name}" if service else tool_name
 
 
 def split_qualified(name: str) -> tuple[str, str]:

@@ -1,0 +1,547 @@
+"""Tool-call parsing (hermes, qwen3_coder, json, openai) and rendering."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["MAX_ACTION_CHARS", "MAX_JSON_DEPTH", "FORMATS", "ToolCall", "CallError", "ParsedAction",
+           "parse_action", "render_calls", "to_openai_tool_calls"]
+
+MAX_ACTION_CHARS = 1 << 20
+MAX_JSON_DEPTH = 64
+FORMATS = ("hermes", "qwen3_coder", "json", "openai")
+
+_TC_OPEN, _TC_CLOSE = "<tool_call>", "</tool_call>"
+_FN_OPEN, _FN_CLOSE = "<function=", "</function>"
+_P_OPEN, _P_CLOSE = "<parameter=", "</parameter>"
+_EXAMPLE = '{"name": "service__tool", "arguments": {...}}'
+_OPENAI_EXAMPLE = '{"id": "call_0", "type": "function", "function": {"name": ..., "arguments": "{...}"}}'
+
+# Every pattern below either always succeeds greedily or has disjoint alternatives, so no
+# input makes it backtrack: parsing stays linear on 1 MB of hostile text.
+_WS = re.compile(r"\s*")
+_JSON_STRING = re.compile(r'"(?:[^"\\]+|\\.)*"?', re.S)
+_NON_BRACKET = re.compile(r"[^\[\]{}]+")
+_CALLISH = re.compile(r'"(?:name|arguments|parameters|function|tool_calls)"\s*:')
+_NAME_IN_JSON = re.compile(r'"name"\s*:\s*"((?:[^"\\\n]|\\.){1,200})"')
+_NAME_IN_TAG = re.compile(r"<function=([^>\n]{1,200})>")
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
+_FENCE_LANG = re.compile(r"[\w+.-]*")
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON (use null or a finite number)")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+_CALL_IDS = tuple(f"call_{i}" for i in range(64))
+_Schemas = Mapping[str, Mapping[str, Any]] | None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One parsed tool call.
+
+    Attributes:
+        name: Qualified tool name (``<service>__<tool>``), stripped.
+        arguments: The call's arguments as a JSON object.
+        id: The id the agent gave (openai format) or ``call_<i>`` by position in the action.
+    """
+
+    name: str
+    arguments: dict[str, Any]
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class CallError:
+    """A tool call that was attempted but could not be parsed.
+
+    Attributes:
+        message: What was expected, what came (quoted) and the likely fix.
+        raw: The offending text, truncated to 200 characters.
+        id: ``call_<i>`` by position (or the given openai id).
+        name: The tool name, if it could be recovered.
+    """
+
+    message: str
+    raw: str
+    id: str
+    name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedAction:
+    """An agent action split into free text and tool calls.
+
+    Attributes:
+        content: Text outside the tool calls, stripped; the final answer when there are no calls.
+        calls: Parsed calls and unparseable attempts, in the order they appeared.
+        format: "hermes", "qwen3_coder", "json", "openai", or None for plain text.
+    """
+
+    content: str
+    calls: tuple[ToolCall | CallError, ...]
+    format: str | None
+
+    @property
+    def is_final(self) -> bool:
+        """True iff the action holds no tool call (not even a failed one)."""
+        return not self.calls
+
+
+def parse_action(action: str | Mapping[str, Any] | Sequence[Mapping[str, Any]],
+                 schemas: Mapping[str, Mapping[str, Any]] | None = None) -> ParsedAction:
+    """Parse an agent action into text and tool calls. Never raises on agent input.
+
+    Args:
+        action: Model output text (hermes ``<tool_call>`` tags, qwen3_coder ``<function=...>``
+            tags, or an action that is entirely call-shaped JSON, optionally in a fenced block),
+            an OpenAI assistant message / tool-call dict, or a list of OpenAI tool-call dicts.
+        schemas: Tool name -> that tool's JSON-schema "parameters" object. Used to type
+            qwen3_coder parameter values and to recognise bare ``{"name": ...}`` JSON calls.
+
+    Returns:
+        A ParsedAction; unparseable calls appear in ``calls`` as CallError entries.
+    """
+    if isinstance(action, str):
+        return _parse_text(action, schemas)
+    if isinstance(action, Mapping):
+        return _parse_message(action, schemas)
+    if isinstance(action, Sequence) and not isinstance(action, (bytes, bytearray)):
+        return _parse_openai_list(action, "")
+    message = (f"unsupported action type {type(action).__name__}: expected str (model output), an "
+               f"assistant message dict, or a list of tool-call dicts like {_OPENAI_EXAMPLE}")
+    return ParsedAction("", (_error(message, None, 0, None, action),), None)
+
+
+def render_calls(calls: Sequence[ToolCall], fmt: str = "hermes", content: str = "") -> str:
+    """Render tool calls as model output text that parse_action reads back.
+
+    Round trip: ``parse_action(render_calls(calls, fmt), schemas)`` gives back the same names
+    and arguments. Limits of the qwen3_coder format (its values are raw text): string values
+    must not contain ``</parameter>``, ``</function>`` or ``</tool_call>``, parameter names
+    must not contain ``>``, and non-string values come back typed only given ``schemas``.
+
+    Args:
+        calls: The calls to render.
+        fmt: "hermes", "qwen3_coder", "json" (a JSON list, or one object for one call) or
+            "openai" (a JSON ``{"content", "tool_calls"}`` message).
+        content: Text before the calls (not allowed with "json").
+
+    Raises:
+        ValueError: Unknown ``fmt``, or ``content`` with fmt="json".
+    """
+    if fmt == "hermes":
+        blocks = [f"{_TC_OPEN}\n{_dump_call(c)}\n{_TC_CLOSE}" for c in calls]
+    elif fmt == "qwen3_coder":
+        blocks = [_render_qwen(c) for c in calls]
+    elif fmt == "json":
+        if content:
+            raise ValueError("fmt='json' renders calls only; use fmt='hermes' or 'openai' to add content")
+        items = [{"name": c.name, "arguments": c.arguments} for c in calls]
+        return json.dumps(items[0] if len(items) == 1 else items, ensure_ascii=False)
+    elif fmt == "openai":
+        return json.dumps({"content": content, "tool_calls": to_openai_tool_calls(calls)},
+                          ensure_ascii=False)
+    else:
+        raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    text = "\n".join(blocks)
+    return f"{content}\n{text}" if content and text else content or text
+
+
+def to_openai_tool_calls(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
+    """Convert calls to OpenAI chat ``tool_calls`` entries (arguments as a JSON string)."""
+    return [{"id": c.id, "type": "function",
+             "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
+            for c in calls]
+
+
+# --- text ---------------------------------------------------------------------------------
+
+def _parse_text(text: str, schemas: _Schemas) -> ParsedAction:
+    if len(text) > MAX_ACTION_CHARS:
+        message = (f"action is {len(text):,} characters, over the limit of {MAX_ACTION_CHARS:,} "
+                   f"(MAX_ACTION_CHARS); it was not parsed: send shorter calls or a shorter answer")
+        return ParsedAction("", (_error(message, text, 0),), None)
+    has_tags = _TC_OPEN in text or _FN_OPEN in text
+    stripped = text.strip()
+    # A JSON call whose string values mention a tag is still JSON; tags win otherwise.
+    if stripped[:1] in ("{", "[") or stripped.startswith("```"):
+        parsed = _parse_bare_json(stripped, schemas, has_tags)
+        if parsed is not None:
+            return parsed
+    return _parse_tags(text, schemas) if has_tags else ParsedAction(stripped, (), None)
+
+
+def _parse_tags(text: str, schemas: _Schemas) -> ParsedAction:
+    calls: list[ToolCall | CallError] = []
+    outside: list[str] = []
+    fmt: str | None = None
+    pos = 0
+    next_tc, next_fn = text.find(_TC_OPEN), text.find(_FN_OPEN)
+    while next_tc != -1 or next_fn != -1:
+        if next_fn == -1 or 0 <= next_tc < next_fn:  # <tool_call> ... </tool_call>
+            outside.append(text[pos:next_tc])
+            close = text.find(_TC_CLOSE, next_tc + 11)
+            inner = text[next_tc + 11:close if close != -1 else len(text)].strip()
+            is_qwen = inner.startswith(_FN_OPEN)
+            fmt = fmt or ("qwen3_coder" if is_qwen else "hermes")
+            if close == -1:
+                calls.append(_unterminated("<tool_call>", "</tool_call>", text[next_tc:], len(calls)))
+                pos = len(text)
+                break
+            if is_qwen:
+                _parse_qwen_block(inner, calls, schemas)
+            else:
+                calls.append(_call_from_json_text(inner, len(calls)))
+            pos = close + 12
+        else:  # a bare <function=...> ... </function>
+            outside.append(text[pos:next_fn])
+            fmt = fmt or "qwen3_coder"
+            end = text.find(_FN_CLOSE, next_fn)
+            if end == -1:
+                calls.append(_unterminated("<function=...>", "</function>", text[next_fn:], len(calls)))
+                pos = len(text)
+                break
+            calls.append(_parse_function(text, next_fn, end, len(calls), schemas))
+            pos = _WS.match(text, end + 11).end()
+            # Qwen3-Coder sometimes drops the opening <tool_call> but still closes it.
+            pos = pos + 12 if text.startswith(_TC_CLOSE, pos) else end + 11
+        # Positions are searched again only once passed, and -1 is final: linear overall.
+        if 0 <= next_tc < pos:
+            next_tc = text.find(_TC_OPEN, pos)
+        if 0 <= next_fn < pos:
+            next_fn = text.find(_FN_OPEN, pos)
+    outside.append(text[pos:])
+    return ParsedAction("".join(outside).strip(), tuple(calls), fmt)
+
+
+def _unterminated(tag: str, closer: str, tail: str, index: int) -> CallError:
+    message = (f"unterminated {tag}: expected {closer} after the call, but the action ended; got "
+               f"{_quote(tail)}; close every {tag} with {closer}")
+    return _error(message, tail, index, _recover_name(tail))
+
+
+def _parse_qwen_block(text: str, calls: list[ToolCall | CallError], schemas: _Schemas) -> None:
+    pos = 0
+    while (start := text.find(_FN_OPEN, pos)) != -1:
+        end = text.find(_FN_CLOSE, start)
+        end = len(text) if end == -1 else end  # </function> is optional inside a closed block
+        calls.append(_parse_function(text, start, end, len(calls), schemas))
+        pos = end + 11
+
+
+def _parse_function(text: str, start: int, end: int, index: int,
+                    schemas: _Schemas) -> ToolCall | CallError:
+    """Parse ``<function=NAME><parameter=KEY>\nVALUE\n</parameter>...`` in text[start:end]."""
+    gt = text.find(">", start + 10, end)
+    name = text[start + 10:gt].strip() if gt != -1 else ""
+    if not name:
+        return _error(f"malformed <function=...>: expected <function=service__tool>, got "
+                      f"{_quote(text[start:end])}", text[start:end], index)
+    props = _properties(schemas, name)
+    arguments: dict[str, Any] = {}
+    pos, no_close = gt + 1, False
+    while (p := text.find(_P_OPEN, pos, end)) != -1:
+        p_gt = text.find(">", p + 11, end)
+        key = text[p + 11:p_gt].strip() if p_gt != -1 else ""
+        if not key:
+            return _error(f"malformed <parameter=...> in call to {name!r}: expected <parameter=key>"
+                          f"\nvalue\n</parameter>, got {_quote(text[p:end])}", text[p:end], index, name)
+        close = -1 if no_close else text.find(_P_CLOSE, p_gt + 1, end)
+        if close == -1:  # lenient: a missing </parameter> ends at the next parameter
+            no_close = True
+            nxt = text.find(_P_OPEN, p_gt + 1, end)
+            close = pos = end if nxt == -1 else nxt
+        else:
+            pos = close + 12
+        value = text[p_gt + 1:close]
+        if value.startswith("\n"):
+            value = value[1:]
+        if value.endswith("\n"):
+            value = value[:-1]
+        arguments[key] = _convert(value, props.get(key) if props is not None else None)
+    return ToolCall(name, arguments, _call_id(index))
+
+
+def _properties(schemas: _Schemas, name: str) -> Mapping[str, Any] | None:
+    schema = schemas.get(name) if schemas else None
+    for key in ("function", "parameters"):  # also accept OpenAI tool / function entries
+        if isinstance(schema, Mapping) and "properties" not in schema and key in schema:
+            schema = schema[key]
+    props = schema.get("properties") if isinstance(schema, Mapping) else None
+    return props if isinstance(props, Mapping) else None
+
+
+def _schema_types(prop: Any) -> set[str] | None:
+    """The JSON types a property allows, or None when its schema does not say."""
+    if not isinstance(prop, Mapping):
+        return None
+    kind = prop.get("type")
+    if isinstance(kind, str):
+        return {kind}
+    if isinstance(kind, list) and all(isinstance(k, str) for k in kind):
+        return set(kind)
+    options = prop.get("anyOf") or prop.get("oneOf")
+    if isinstance(options, list) and options:
+        option_types = [_schema_types(option) for option in options]
+        return None if None in option_types else set().union(*option_types)
+    enum = prop.get("enum")
+    if isinstance(enum, list) and enum and all(isinstance(v, str) for v in enum):
+        return {"string"}
+    return None
+
+
+def _convert(value: str, prop: Any) -> Any:
+    """Type a raw qwen3_coder parameter value by its schema; raw text when unsure."""
+    types = _schema_types(prop)
+    stripped = value.strip()
+    if types is None:  # untyped: decode only text that looks like non-string JSON
+        if stripped[:1] in ("{", "[") or stripped in ("true", "false", "null") \
+                or _JSON_NUMBER.fullmatch(stripped):
+            decoded, error = _loads(stripped, "")
+            if error is None and not isinstance(decoded, str):
+                return decoded
+        return value
+    if "string" in types:
+        return None if "null" in types and stripped == "null" else value
+    decoded, error = _loads(stripped, "")
+    if error is None:
+        return decoded
+    if "boolean" in types and stripped.lower() in ("true", "false"):
+        return stripped.lower() == "true"
+    return value  # argument validation reports the type error
+
+
+# --- JSON ---------------------------------------------------------------------------------
+
+def _parse_bare_json(stripped: str, schemas: _Schemas, has_tags: bool) -> ParsedAction | None:
+    """An action that is entirely call-shaped JSON, or None (a final answer, or tags to parse)."""
+    text = _unfence(stripped) if stripped.startswith("```") else stripped
+    if text is None or text[:1] not in ("{", "["):
+        return None
+    value, error = _loads(text, "in the action")
+    if error is not None:  # broken JSON is a failed call only if it names call keys
+        if has_tags or not _CALLISH.search(text):
+            return None
+        return ParsedAction("", (_error(error, text, 0, _recover_name(text)),), "json")
+    if isinstance(value, dict) and isinstance(value.get("tool_calls"), list):
+        return _parse_message(value, schemas)
+    items = value if isinstance(value, list) else [value]
+    if not any(_is_callish(item, schemas) for item in items):
+        return None
+    first = items[0]
+    fmt = "openai" if isinstance(first, dict) and "name" not in first and "function" in first else "json"
+    return ParsedAction("", tuple(_call_from_obj(item, i, "in the JSON action", None, None)
+                                  for i, item in enumerate(items)), fmt)
+
+
+def _is_callish(item: Any, schemas: _Schemas) -> bool:
+    if not isinstance(item, dict):
+        return False
+    if "arguments" in item or "parameters" in item or isinstance(item.get("function"), Mapping):
+        return True
+    name = item.get("name")
+    return bool(schemas) and isinstance(name, str) and name.strip() in schemas
+
+
+def _unfence(text: str) -> str | None:
+    """The inside of a ```lang fenced block that is the whole text, else None."""
+    newline = text.find("\n")
+    if newline == -1 or len(text) < 7 or not text.endswith("```"):
+        return None
+    return text[newline + 1:-3].strip() if _FENCE_LANG.fullmatch(text, 3, newline) else None
+
+
+def _call_from_json_text(text: str, index: int) -> ToolCall | CallError:
+    if text.startswith("```"):
+        text = _unfence(text) or text
+    if not text:
+        return _error(f"empty <tool_call>: expected a JSON object like {_EXAMPLE} between "
+                      f"<tool_call> and </tool_call>", text, index)
+    value, error = _loads(text, "in <tool_call>")
+    if error is not None:
+        if _TC_OPEN in text:
+            error += " (a second <tool_call> opened before </tool_call>)"
+        return _error(error, text, index, _recover_name(text))
+    return _call_from_obj(value, index, "in <tool_call>", None, text)
+
+
+def _call_from_obj(obj: Any, index: int, where: str, given_id: str | None,
+                   raw: str | None) -> ToolCall | CallError:
+    """A call from a decoded object; ``raw`` is its JSON text (None: a caller-owned mapping)."""
+    if type(obj) is not dict and not isinstance(obj, Mapping):
+        return _error(f"expected a JSON object like {_EXAMPLE} {where}, got {_json_type(obj)} "
+                      f"{_quote(_safe_repr(obj))}; send one object per call", raw, index, None, obj)
+    call_id = given_id or _call_id(index)
+    if "name" not in obj and "function" in obj:  # OpenAI shape: {"type": "function", "function": {...}}
+        obj = obj["function"]
+        if not isinstance(obj, Mapping):
+            return _error(f'"function" {where} must be an object like {{"name": ..., "arguments": ...}}'
+                          f", got {_json_type(obj)} {_quote(_safe_repr(obj))}", raw, index, None, obj)
+    name = obj.get("name")
+    if type(name) is not str:
+        problem = (f"missing \"name\" {where}, got keys [{', '.join(repr(k) for k in list(obj)[:10])}]"
+                   if "name" not in obj else
+                   f'"name" {where} must be a string, got {_json_type(name)} {_quote(_safe_repr(name))}')
+        return _error(f"{problem}; expected {_EXAMPLE}", raw, index, None, obj, call_id)
+    name = name.strip()
+    if not name:
+        return _error(f'empty "name" {where}: expected a tool name like "service__tool"',
+                      raw, index, None, obj, call_id)
+    arguments = obj.get("arguments")
+    if arguments is None:
+        arguments = obj.get("parameters")
+    if type(arguments) is dict:
+        return ToolCall(name, arguments if raw is not None else dict(arguments), call_id)
+    if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
+        return ToolCall(name, {}, call_id)
+    if isinstance(arguments, str):  # some models JSON-encode the arguments object
+        arguments, error = _loads(arguments, f'in the "arguments" string of {name!r}')
+        if error is not None:
+            return _error(error, raw, index, name, obj, call_id)
+    if isinstance(arguments, Mapping):
+        return ToolCall(name, dict(arguments), call_id)
+    return _error(f'"arguments" of {name!r} must be a JSON object like {{"city": "Paris"}}, got '
+                  f"{_json_type(arguments)} {_quote(_safe_repr(arguments))}", raw, index, name, obj,
+                  call_id)
+
+
+def _loads(text: str, where: str) -> tuple[Any, str | None]:
+    """Decode JSON, or return an error message; never raises."""
+    # The bracket count bounds the depth, so the exact scan runs only on bracket-heavy text.
+    if text.count("{") + text.count("[") > MAX_JSON_DEPTH and _too_deep(text):
+        return None, (f"JSON {where} is nested more than {MAX_JSON_DEPTH} levels deep (the limit, "
+                      f"MAX_JSON_DEPTH); got {_quote(text)}; flatten the arguments")
+    try:
+        return _DECODER.decode(text), None
+    except json.JSONDecodeError as exc:
+        near = text[max(0, exc.pos - 30):exc.pos + 30]
+        return None, f"invalid JSON {where} at char {exc.pos}: {exc.msg} near {near!r}; {_hint(exc.msg)}"
+    except RecursionError:
+        return None, f"JSON {where} is nested too deeply to parse; flatten the arguments"
+    except ValueError as exc:  # NaN/Infinity, integers over the digit limit
+        return None, f"invalid JSON {where}: {exc}; got {_quote(text)}"
+
+
+def _too_deep(text: str) -> bool:
+    depth = 0
+    for char in _NON_BRACKET.sub("", _JSON_STRING.sub("", text)):
+        depth += 1 if char in "{[" else -1
+        if depth > MAX_JSON_DEPTH:
+            return True
+    return False
+
+
+def _hint(msg: str) -> str:
+    if "control character" in msg:
+        return "escape newlines and tabs inside strings as \\n and \\t"
+    if "double quotes" in msg:
+        return "use double-quoted keys and strings (JSON, not a Python dict)"
+    if msg.startswith("Extra data"):
+        return "send one JSON object per call, each in its own <tool_call> block"
+    return f"send one complete JSON object like {_EXAMPLE}"
+
+
+# --- openai -------------------------------------------------------------------------------
+
+def _parse_message(msg: Mapping[Any, Any], schemas: _Schemas) -> ParsedAction:
+    content = _content_text(msg.get("content"))
+    tool_calls = msg.get("tool_calls")
+    if tool_calls is not None:
+        if not isinstance(tool_calls, Sequence) or isinstance(tool_calls, (str, bytes, bytearray)):
+            message = (f'"tool_calls" must be a list like [{_OPENAI_EXAMPLE}], got '
+                       f"{_json_type(tool_calls)} {_quote(_safe_repr(tool_calls))}")
+            return ParsedAction(content.strip(), (_error(message, None, 0, None, tool_calls),), "openai")
+        if tool_calls:
+            return _parse_openai_list(tool_calls, content.strip())
+    if "tool_calls" in msg or "content" in msg or "role" in msg:
+        return _parse_text(content, schemas)  # servers without a tool parser leave tags in content
+    if "name" in msg or "function" in msg:
+        return ParsedAction("", (_openai_call(msg, 0),), "openai")
+    message = (f"unrecognised action dict with keys [{', '.join(repr(k) for k in list(msg)[:10])}]: "
+               f'expected an assistant message with "content" and "tool_calls", or a tool call like '
+               f"{_OPENAI_EXAMPLE}")
+    return ParsedAction("", (_error(message, None, 0, None, msg),), None)
+
+
+def _parse_openai_list(items: Sequence[Any], content: str) -> ParsedAction:
+    calls = tuple(_openai_call(item, i) for i, item in enumerate(items))
+    return ParsedAction(content, calls, "openai" if calls else None)
+
+
+def _openai_call(item: Any, index: int) -> ToolCall | CallError:
+    given = item.get("id") if isinstance(item, Mapping) else None
+    given_id = given.strip() if isinstance(given, str) and given.strip() else None
+    return _call_from_obj(item, index, f"in tool call #{index}", given_id, None)
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}, ...]
+        return "".join(p["text"] for p in content
+                       if isinstance(p, Mapping) and isinstance(p.get("text"), str))
+    return ""
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+def _dump_call(call: ToolCall) -> str:
+    text = json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False)
+    # A string value holding "</tool_call>" would end the block early; "\/" is a JSON escape.
+    return text.replace(_TC_CLOSE, "<\\/tool_call>") if _TC_CLOSE in text else text
+
+
+def _render_qwen(call: ToolCall) -> str:
+    params = "".join(
+        f"{_P_OPEN}{key}>\n{value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}"
+        f"\n{_P_CLOSE}\n" for key, value in call.arguments.items())
+    return f"{_TC_OPEN}\n{_FN_OPEN}{call.name}>\n{params}{_FN_CLOSE}\n{_TC_CLOSE}"
+
+
+def _error(message: str, raw: str | None, index: int, name: str | None = None,
+           obj: Any = None, call_id: str | None = None) -> CallError:
+    """A CallError; ``raw`` falls back to the repr of ``obj`` (a caller-owned value)."""
+    text = raw if raw is not None else _safe_repr(obj)
+    return CallError(message, text[:200], call_id or _call_id(index), name)
+
+
+def _call_id(index: int) -> str:
+    return _CALL_IDS[index] if index < len(_CALL_IDS) else f"call_{index}"
+
+
+def _recover_name(text: str) -> str | None:
+    head = text[:1000]
+    match = _NAME_IN_JSON.search(head) or _NAME_IN_TAG.search(head)
+    if match is None:
+        return None
+    name = match.group(1)
+    if "\\" in name:
+        decoded, error = _loads(f'"{name}"', "")
+        name = decoded if error is None and isinstance(decoded, str) else name
+    return name.strip() or None
+
+
+def _json_type(value: Any) -> str:
+    for kind, name in ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"),
+                       (Mapping, "object"), (list, "array"), (type(None), "null")):
+        if isinstance(value, kind):
+            return name
+    return type(value).__name__
+
+
+def _quote(text: str) -> str:
+    return repr(text if len(text) <= 80 else text[:77] + "...")
+
+
+def _safe_repr(value: Any) -> str:
+    try:
+        return repr(value)
+    except Exception:  # agent-supplied objects may have a broken __repr__; never raise
+        return object.__repr__(value)

@@ -1,0 +1,144 @@
+"""Composer: seeded random walks turned into verified tasks, one per seed."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterator
+
+from compoenv.compose.render import render_instruction
+from compoenv.compose.rubric import answer_text, build_rubric
+from compoenv.compose.verify import verify_task, verify_walk
+from compoenv.compose.walk import Rejected, random_walk
+from compoenv.graph import ToolGraph
+from compoenv.registry import Registry
+from compoenv.session import Session
+from compoenv.task import Call, Task
+from compoenv.world import World
+
+__all__ = ["ComposerConfig", "Composer", "derive_seed"]
+
+
+@dataclass(frozen=True)
+class ComposerConfig:
+    """Controls of the random-walk composer.
+
+    Attributes:
+        min_hops: Fewest tool calls in the solution.
+        max_hops: Most tool calls in the solution.
+        min_services: Fewest distinct services the solution must touch.
+        services: Restrict walks to these services (default: the whole registry).
+        cross_bias: Weight of a cross-service edge relative to a same-service one.
+        check_regeneration: Re-compose each task from its seed and require an identical task.
+    """
+
+    min_hops: int = 2
+    max_hops: int = 4
+    min_services: int = 2
+    services: tuple[str, ...] | None = None
+    cross_bias: float = 3.0
+    check_regeneration: bool = True
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.min_hops <= self.max_hops:
+            raise ValueError(f"need 1 <= min_hops <= max_hops, got {self.min_hops}, "
+                             f"{self.max_hops}")
+        if self.min_services > self.max_hops:
+            raise ValueError(f"min_services={self.min_services} cannot exceed "
+                             f"max_hops={self.max_hops}: each service needs a call")
+
+
+def derive_seed(seed: int, index: int) -> int:
+    """The i-th task seed of a set generated from ``seed`` (stable across runs and machines)."""
+    digest = hashlib.blake2b(f"{seed}:{index}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % (2**31 - 1)
+
+
+class Composer:
+    """Composes verified multi-service tasks from a registry.
+
+    Args:
+        registry: Services to compose from (default: ``Registry.default()``).
+        config: Walk controls.
+    """
+
+    def __init__(self, registry: Registry | None = None,
+                 config: ComposerConfig | None = None) -> None:
+        self.registry = registry or Registry.default()
+        self.config = config or ComposerConfig()
+        names = self.config.services or tuple(self.registry.names())
+        self.graph = ToolGraph(self.registry.tools(names))
+        self.rejections: Counter[str] = Counter()
+
+    def compose(self, seed: int) -> Task:
+        """The task for ``seed``.
+
+        Raises:
+            Rejected: this seed yields no publishable task (the reason says why).
+        """
+        task = self._build(seed)
+        if self.config.check_regeneration and self._build(seed, verify=False) != task:
+            raise Rejected("not_reproducible")
+        return task
+
+    def _build(self, seed: int, verify: bool = True) -> Task:
+        cfg = self.config
+        rng = random.Random(f"compose:{seed}")
+        world = World.get(seed)
+        session = Session([self.registry.get(n) for n in cfg.services or self.registry.names()],
+                          world)
+        walk = random_walk(self.graph, session, rng, rng.randint(cfg.min_hops, cfg.max_hops),
+                           cross_bias=cfg.cross_bias)
+        services = walk.services
+        if len(services) < cfg.min_services:
+            raise Rejected("too_few_services", f"{len(services)} < {cfg.min_services}")
+        answers = [answer_text(walk.report.value)] if walk.report else []
+        domains = Counter(self.registry.get(s).domain for s in services)
+        capabilities = ["sequential-dependency"]
+        if len(services) > 1:
+            capabilities.append("cross-service")
+        capabilities.append("report" if walk.report else "write")
+        task = Task(
+            instruction=render_instruction(walk), services=services, seed=seed,
+            date=world.today.isoformat(),
+            solution=[Call(name=s.spec.qualified_name, arguments=s.arguments) for s in walk.steps],
+            answer=answers, rubric=build_rubric(walk, session, answers),
+            capabilities=capabilities, domain=domains.most_common(1)[0][0], hops=len(walk.steps),
+            fingerprint=self.registry.fingerprint(services),
+        ).with_id()
+        if verify:
+            verify_walk(walk, task)
+            verify_task(task, self.registry)
+        return task
+
+    def sample(self, seed: int, max_tries: int = 200) -> Task:
+        """The first publishable task among the seeds derived from ``seed``."""
+        for i in range(max_tries):
+            try:
+                return self.compose(derive_seed(seed, i))
+            except Rejected as exc:
+                self.rejections[exc.reason] += 1
+        raise RuntimeError(f"no verified task in {max_tries} tries from seed {seed}; "
+                           f"rejections: {dict(self.rejections)}")
+
+    def generate(self, n: int, seed: int = 0) -> Iterator[Task]:
+        """``n`` verified, distinct tasks from the seeds derived from ``seed``, in seed order."""
+        seen: set[str] = set()
+        index = 0
+        while len(seen) < n:
+            try:
+                task = self.compose(derive_seed(seed, index))
+            except Rejected as exc:
+                self.rejections[exc.reason] += 1
+            else:
+                if task.id in seen:
+                    self.rejections["duplicate"] += 1
+                else:
+                    seen.add(task.id)
+                    yield task
+            index += 1
+            if index > 100 * (n + 10):
+                raise RuntimeError(f"only {len(seen)} of {n} tasks after {index} seeds; "
+                                   f"rejections: {dict(self.rejections)}")

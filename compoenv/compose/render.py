@@ -1,0 +1,81 @@
+"""Instruction rendering: per-tool phrase templates joined into one request."""
+
+from __future__ import annotations
+
+import re
+import string
+from typing import Any
+
+from compoenv.compose.walk import Binding, Walk
+from compoenv.service import ToolSpec
+
+__all__ = ["render_instruction", "reference"]
+
+_QUOTED = frozenset({"Text", "EmailSubject", None})
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+
+
+def _words(name: str) -> str:
+    return _CAMEL.sub(" ", name).replace("_", " ").lower()
+
+
+def _root(spec: ToolSpec, path: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+    """The outermost tagged object above ``path`` (its noun) and the path below it."""
+    best = None
+    for slot in spec.outputs:
+        if slot.kind == "object" and path[: len(slot.path)] == slot.path and slot.path != path:
+            if best is None or len(slot.path) < len(best.path):
+                best = slot
+    if best is None:
+        return _words(spec.name.split("_", 1)[-1]), path
+    return _words(best.interface), path[len(best.path):]
+
+
+def reference(spec: ToolSpec, path: tuple[str, ...], interface: str | None) -> str:
+    """How the instruction names a value found by an earlier step: "the contact's email"."""
+    noun, rest = _root(spec, path)
+    field = [_words(p) for p in rest if p != "*"]
+    if not field:
+        return f"that {_words(interface or 'result')}"
+    return f"the {noun}'s {' '.join(field)}"
+
+
+def _show(binding: Binding) -> str:
+    value = binding.value
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    if isinstance(value, str) and binding.interface in _QUOTED:
+        return f'"{value}"'
+    return str(value)
+
+
+def _phrase(spec: ToolSpec, walk: Walk, bindings: list[Binding]) -> str:
+    template = spec.phrase or f"use {spec.qualified_name} ({spec.description.rstrip('.')})"
+    fields = {name for _, name, _, _ in string.Formatter().parse(template) if name}
+    values: dict[str, str] = {}
+    extras = []
+    for b in bindings:
+        if b.source is None:
+            shown = _show(b)
+        else:
+            producer = walk.steps[b.source].spec
+            shown = reference(producer, b.path, b.interface)
+        if b.param in fields:
+            values[b.param] = shown
+        else:
+            extras.append(f"{_words(b.param)} {shown}")
+    for name in fields - values.keys():
+        values[name] = "the default"
+    text = template.format(**values)
+    return text + (f" ({'; '.join(extras)})" if extras else "")
+
+
+def render_instruction(walk: Walk) -> str:
+    """One request: the steps in order, then what to report (if the walk ends in a read)."""
+    parts = [_phrase(step.spec, walk, step.bindings) for step in walk.steps]
+    sentences = [parts[0][0].upper() + parts[0][1:] + "."]
+    sentences += ["Then " + p + "." for p in parts[1:]]
+    if walk.report is not None and walk.report.source is not None:
+        producer = walk.steps[walk.report.source].spec
+        sentences.append(f"Tell me {reference(producer, walk.report.path, walk.report.interface)}.")
+    return " ".join(sentences)

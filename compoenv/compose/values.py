@@ -1,0 +1,143 @@
+"""Argument values for composed calls: drawn from a service's records, or fresh from the World."""
+
+from __future__ import annotations
+
+import random
+from functools import lru_cache
+from typing import Any, Callable
+
+from pydantic import BaseModel, TypeAdapter
+
+from compoenv.schema import Slot, compact_schema, extract, interface_slots
+from compoenv.service import Service, ToolSpec
+from compoenv.world import Person, World
+
+__all__ = ["MISSING", "record_arguments", "fresh_value"]
+
+MISSING: Any = object()
+
+_SUBJECTS = ("Quick question", "Follow-up on our call", "Plans for next week", "Invoice question",
+             "Lunch on Thursday", "Project update", "Travel plans", "Thanks for your help")
+_BODIES = ("Could you send me the latest numbers when you get a chance?",
+           "Thanks again for yesterday; let me know if anything else is needed.",
+           "Are you free for a short call this week?",
+           "Please confirm the details when you can.",
+           "Just checking in on the status of this.")
+_TITLES = ("Project sync", "Budget review", "Coffee catch-up", "Planning session",
+           "Design review", "Team lunch")
+_PLAIN = ("as discussed", "monthly settlement", "see attached", "per our agreement")
+
+_FRESH: dict[str, Callable[[World, random.Random], Any]] = {
+    "PersonName": lambda w, r: r.choice(w.people[1:]).name,
+    "EmailAddress": lambda w, r: r.choice(w.people[1:]).email,
+    "PhoneNumber": lambda w, r: f"+1 555-{r.randrange(100, 1000)}-{r.randrange(1000, 10000)}",
+    "City": lambda w, r: r.choice(w.cities).name,
+    "Date": lambda w, r: w.date(r.randint(1, 10)),
+    "DateTime": lambda w, r: w.at(r.randint(1, 10), r.choice((9, 10, 11, 14, 15, 16))),
+    "TimeOfDay": lambda w, r: f"{r.choice((9, 10, 11, 14, 15, 16)):02d}:00",
+    "DurationMinutes": lambda w, r: r.choice((30, 45, 60, 90)),
+    "Money": lambda w, r: round(r.uniform(5, 300), 2),
+    "CurrencyCode": lambda w, r: "USD",
+    "Quantity": lambda w, r: r.randint(1, 3),
+    "EmailSubject": lambda w, r: r.choice(_SUBJECTS),
+    "Text": lambda w, r: r.choice(_BODIES),
+    "OrganizationName": lambda w, r: r.choice(w.orgs).name,
+    "JobTitle": lambda w, r: r.choice(("Engineer", "Analyst", "Designer", "Consultant")),
+    "Percentage": lambda w, r: float(r.randint(5, 50)),
+}
+_PERSONAL: dict[str, Callable[[Person], Any]] = {
+    "PersonName": lambda p: p.name, "EmailAddress": lambda p: p.email,
+    "PhoneNumber": lambda p: p.phone, "OrganizationName": lambda p: p.employer,
+    "JobTitle": lambda p: p.title, "City": lambda p: p.city,
+}
+# Plain-text parameters that a user can fill in for any request. A search query cannot be
+# invented blind (it would rarely find one thing), so tools that need one are not composed.
+_PLAIN_BY_NAME: dict[str, tuple[str, ...]] = {"title": _TITLES, "body": _BODIES,
+                                              "subject": _SUBJECTS}
+
+
+@lru_cache(maxsize=None)
+def _entity_slots(model: type[BaseModel]) -> tuple[Slot, ...]:
+    schema = compact_schema(TypeAdapter(model).json_schema(mode="serialization"))
+    return tuple(s for s in interface_slots(schema) if s.path and "*" not in s.path)
+
+
+def _records(service: Service) -> list[BaseModel]:
+    out: list[BaseModel] = []
+    for value in service.state.__dict__.values():
+        if isinstance(value, dict):
+            out.extend(v for v in value.values() if isinstance(v, BaseModel))
+    return out
+
+
+def _name_score(param: str, path: tuple[str, ...]) -> int:
+    key = path[-1]
+    return 3 if key == param else 2 if (key in param or param in key) else 1
+
+
+def record_arguments(spec: ToolSpec, service: Service, rng: random.Random,
+                     tries: int = 4) -> dict[str, Any] | None:
+    """Fill every required parameter of ``spec`` from one random record of ``service``'s state.
+
+    Values taken together from one record (a flight's origin, destination and date) make a
+    request that finds something; a Date parameter may take the day of a DateTime field.
+    """
+    records = _records(service)
+    if not records:
+        return None
+    required = [s for s in spec.inputs if s.required and len(s.path) == 1]
+    for _ in range(tries):
+        record = rng.choice(records)
+        data = record.model_dump(mode="json")
+        args: dict[str, Any] = {}
+        for slot in required:
+            param = slot.path[0]
+            fits = [s for s in _entity_slots(type(record))
+                    if s.interface == slot.interface
+                    or (slot.interface == "Date" and s.interface == "DateTime")]
+            if not fits:
+                break
+            best = max(fits, key=lambda s: _name_score(param, s.path))
+            values = extract(data, best.path)
+            if not values or values[0] in (None, ""):
+                break
+            value = values[0]
+            args[param] = value[:10] if slot.interface == "Date" and isinstance(value, str) \
+                else value
+        else:
+            return args
+    return None
+
+
+def fresh_value(param: str, schema: dict[str, Any], world: World, rng: random.Random,
+                person: Person | None = None) -> Any:
+    """A value a user could state for ``param``, or MISSING when none can be invented.
+
+    With ``person``, a name, email, phone, employer, title and city are that person's, so the
+    values stated in one request agree with each other.
+    """
+    if "anyOf" in schema:
+        schema = next((b for b in schema["anyOf"] if b.get("type") != "null"), schema)
+    interface = schema.get("x-interface")
+    if person is not None and interface in _PERSONAL:
+        return _PERSONAL[interface](person)
+    if interface in _FRESH:
+        return _FRESH[interface](world, rng)
+    if interface is not None:
+        return MISSING
+    if "enum" in schema:
+        return rng.choice(schema["enum"])
+    kind = schema.get("type")
+    if kind == "string" and param in _PLAIN_BY_NAME:
+        return rng.choice(_PLAIN_BY_NAME[param])
+    if kind == "string" and param in ("memo", "reason", "note", "notes", "comment"):
+        return rng.choice(_PLAIN)
+    if kind == "integer":
+        low = int(schema.get("minimum", 1))
+        return rng.randint(low, max(low, min(int(schema.get("maximum", 5)), low + 4)))
+    if kind == "boolean":
+        return rng.random() < 0.5
+    if kind == "array" and isinstance(schema.get("items"), dict):
+        item = fresh_value(param, schema["items"], world, rng, person)
+        return MISSING if item is MISSING else [item]
+    return MISSING

@@ -1,0 +1,72 @@
+"""Verification every published task passes: oracle 1.0, empty run fails, no leaks, grounding."""
+
+from __future__ import annotations
+
+from compoenv.compose.walk import Rejected, Walk
+from compoenv.registry import Registry
+from compoenv.reward import Outcome, RubricResult, score_rubric
+from compoenv.schema import extract
+from compoenv.session import Session
+from compoenv.task import Task
+from compoenv.world import World
+
+__all__ = ["verify_task", "verify_walk", "replay", "oracle_message"]
+
+
+def oracle_message(task: Task) -> str:
+    """The oracle's final message: it reports every answer value."""
+    if not task.answer:
+        return "Done."
+    return "Done. " + "; ".join(task.answer) + "."
+
+
+def replay(task: Task, calls: bool = True, registry: Registry | None = None) -> RubricResult:
+    """Score the task's solution (or, with ``calls=False``, an empty run) on a fresh World."""
+    session = Session.for_names(task.services + task.distractors, World.get(task.seed), registry)
+    message = ""
+    if calls:
+        for call in task.solution:
+            session.call(call.name, call.arguments)
+        message = oracle_message(task)
+    return score_rubric(task.rubric, Outcome(session, message))
+
+
+def verify_task(task: Task, registry: Registry | None = None) -> None:
+    """Checks that need only the task: oracle scores 1.0, an empty run fails every required
+    criterion, and no answer is given away by the instruction.
+
+    Raises:
+        Rejected: with the reason (``oracle_fails``, ``trivial``, ``no_required``, ``leak``).
+    """
+    required = [c for c in task.rubric if c.required]
+    if not required:
+        raise Rejected("no_required")
+    oracle = replay(task, registry=registry)
+    if oracle.score < 1.0:
+        failed = [c.description for c in oracle.criteria if not c.passed]
+        raise Rejected("oracle_fails", "; ".join(failed[:3]))
+    empty = replay(task, calls=False, registry=registry)
+    passed = [c.id for c in empty.criteria if c.required and c.passed]
+    if passed:
+        raise Rejected("trivial", f"an empty run passes {passed}")
+    text = task.instruction.casefold()
+    for value in task.answer:
+        if value.casefold() in text:
+            raise Rejected("leak", f"answer {value!r} appears in the instruction")
+
+
+def verify_walk(walk: Walk, task: Task) -> None:
+    """Checks that need the walk's provenance: intermediate values never appear in the
+    instruction, and every value carried between steps resolves to exactly one value."""
+    text = task.instruction.casefold()
+    stated = {str(b.value).casefold() for s in walk.steps for b in s.bindings if b.source is None}
+    for step in walk.steps:
+        for b in step.bindings:
+            if b.source is None:
+                continue
+            value = str(b.value).casefold()
+            if len(value) >= 3 and value not in stated and value in text:
+                raise Rejected("leak", f"intermediate value {b.value!r} appears in the instruction")
+            found = extract(walk.steps[b.source].result, b.path)
+            if len(found) != 1:
+                raise Rejected("ambiguous_grounding", f"{b.param} resolves to {len(found)} values")

@@ -1,0 +1,206 @@
+"""CompoWorldEnv: a composed task as a Gymnasium environment with text in and text out."""
+
+from __future__ import annotations
+
+import string
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Sequence
+
+import gymnasium as gym
+from gymnasium import spaces
+
+from compoenv.actions import CallError, parse_action, to_openai_tool_calls
+from compoenv.compose import Composer, ComposerConfig
+from compoenv.gateway import GATEWAY_TOOLS, Gateway
+from compoenv.prompts import reset_observation, system_prompt
+from compoenv.registry import Registry
+from compoenv.reward import Outcome, RubricResult, score_rubric
+from compoenv.service import ToolResult, error
+from compoenv.session import Session, render_result
+from compoenv.task import Task, load_tasks
+from compoenv.world import World
+
+__all__ = ["CompoWorldEnv", "TextSpace", "MODES"]
+
+MODES = ("direct", "gateway")
+MAX_TEXT = 1 << 22
+
+
+class TextSpace(spaces.Text):
+    """Any string up to ``max_length`` characters (samples are printable ASCII)."""
+
+    def __init__(self, max_length: int = MAX_TEXT) -> None:
+        super().__init__(max_length=max_length, min_length=0, charset=string.printable)
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, str) and len(x) <= self.max_length
+
+
+@lru_cache(maxsize=512)
+def _listing(services: tuple[str, ...], registry: Registry) -> tuple[dict[str, Any], ...]:
+    return tuple(spec.to_openai() for spec in registry.tools(services))
+
+
+class CompoWorldEnv(gym.Env[str, str]):
+    """One composed multi-service task per episode; actions are tool-call text.
+
+    Args:
+        tasks: A JSONL path or a list of Tasks (or dicts); default: compose a fresh verified
+            task at each reset.
+        mode: ``"direct"`` lists the task's tools; ``"gateway"`` lists four meta-tools over the
+            task's services plus its distractors.
+        max_steps: Actions per episode before truncation.
+        reward: ``"rubric"`` (weighted criteria) or ``"binary"`` (all required criteria pass).
+        hops: Solution length for composed tasks: an int or (min, max).
+        min_services: Fewest services a composed task touches.
+        services: Restrict composed tasks to these services.
+        registry: Services to use (default: the built-in library and plugins).
+        render_mode: ``"ansi"`` to render the transcript as text.
+    """
+
+    metadata = {"render_modes": ["ansi"]}
+
+    def __init__(self, tasks: str | Path | Sequence[Task | dict[str, Any]] | None = None, *,
+                 mode: str = "direct", max_steps: int = 20, reward: str = "rubric",
+                 hops: int | tuple[int, int] = (2, 4), min_services: int = 2,
+                 services: Sequence[str] | None = None, registry: Registry | None = None,
+                 render_mode: str | None = None) -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if reward not in ("rubric", "binary"):
+            raise ValueError(f"reward must be 'rubric' or 'binary', got {reward!r}")
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be >= 1, got {max_steps}")
+        if render_mode not in (None, "ansi"):
+            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        self.mode, self.max_steps, self.reward_kind = mode, max_steps, reward
+        self.render_mode = render_mode
+        self.registry = registry or Registry.default()
+        if isinstance(tasks, (str, Path)):
+            self.tasks: list[Task] | None = load_tasks(tasks)
+        elif tasks is not None:
+            self.tasks = [Task.coerce(t) for t in tasks]
+        else:
+            self.tasks = None
+        if self.tasks is not None and not self.tasks:
+            raise ValueError("tasks is empty: give at least one task, or None to compose")
+        low, high = (hops, hops) if isinstance(hops, int) else hops
+        self._config = ComposerConfig(min_hops=low, max_hops=high, min_services=min_services,
+                                      services=tuple(services) if services else None)
+        self._composer: Composer | None = None
+        self.observation_space = TextSpace()
+        self.action_space = TextSpace()
+        self.task: Task | None = None
+        self.session: Session | None = None
+        self._gateway: Gateway | None = None
+        self.messages: list[dict[str, Any]] = []
+        self._steps = 0
+        self._done = False
+        self._last_obs = ""
+        self._result: RubricResult | None = None
+
+    # -- episode ---------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        options = options or {}
+        task = self._pick_task(options)
+        world = World.get(task.seed)
+        names = task.services + task.distractors if self.mode == "gateway" else task.services
+        self.task = task
+        self.session = Session([self.registry.get(n) for n in names], world)
+        if self.mode == "gateway":
+            self._gateway = Gateway(self.session)
+            self._tools = [spec.to_openai() for spec in GATEWAY_TOOLS.values()]
+            self._schemas = {name: spec.parameters for name, spec in GATEWAY_TOOLS.items()}
+        else:
+            self._gateway = None
+            self._tools = list(_listing(tuple(task.services), self.registry))
+            self._schemas = {t["function"]["name"]: t["function"]["parameters"]
+                             for t in self._tools}
+        system = system_prompt(world, self.mode)
+        self.messages = [{"role": "system", "content": system},
+                         {"role": "user", "content": task.instruction}]
+        self._task_dict = task.model_dump(mode="json")
+        self._steps, self._done, self._result = 0, False, None
+        self._last_obs = reset_observation(system, self._tools, task.instruction)
+        return self._last_obs, self._info()
+
+    def _pick_task(self, options: dict[str, Any]) -> Task:
+        if options.get("task") is not None:
+            return Task.coerce(options["task"])
+        if self.tasks is not None:
+            index = options.get("index")
+            if index is None:
+                index = int(self.np_random.integers(len(self.tasks)))
+            return self.tasks[int(index) % len(self.tasks)]
+        if self._composer is None:
+            self._composer = Composer(self.registry, self._config)
+        return self._composer.sample(int(self.np_random.integers(2**31 - 1)))
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self.session is None:
+            raise gym.error.ResetNeeded("Call reset() before step().")
+        if self._done:
+            self._last_obs = "The episode has ended; call reset() to start a new one."
+            return self._last_obs, 0.0, True, False, self._info()
+        self._steps += 1
+        parsed = parse_action(action, self._schemas)
+        calls = [c for c in parsed.calls]
+        message: dict[str, Any] = {"role": "assistant", "content": parsed.content}
+        if calls:
+            message["tool_calls"] = to_openai_tool_calls(
+                [c for c in calls if not isinstance(c, CallError)])
+            message["tool_calls"] += [
+                {"id": c.id, "type": "function",
+                 "function": {"name": c.name or "invalid_tool_call", "arguments": c.raw}}
+                for c in calls if isinstance(c, CallError)]
+        self.messages.append(message)
+        if parsed.is_final:
+            self._last_obs = ""
+            return self._finish(parsed.content, terminated=True)
+        outputs = []
+        for call in calls:
+            if isinstance(call, CallError):
+                result: ToolResult = error(400, call.message)
+                name = call.name or "invalid_tool_call"
+            else:
+                result = self._dispatch(call.name, call.arguments)
+                name = call.name
+            content = render_result(result)
+            self.messages.append({"role": "tool", "tool_call_id": call.id, "name": name[:200],
+                                  "content": content})
+            outputs.append(f"<tool_response>\n{content}\n</tool_response>")
+        self._last_obs = "\n".join(outputs)
+        if self._steps >= self.max_steps:
+            return self._finish("", terminated=False)
+        return self._last_obs, 0.0, False, False, self._info()
+
+    def _dispatch(self, name: str, arguments: Any) -> ToolResult:
+        if self._gateway is not None:
+            return self._gateway.call(name, arguments)
+        assert self.session is not None
+        return self.session.call(name, arguments)
+
+    def _finish(self, final_message: str, terminated: bool) -> tuple[str, float, bool, bool,
+                                                                     dict[str, Any]]:
+        assert self.session is not None and self.task is not None
+        self._done = True
+        self._result = score_rubric(self.task.rubric, Outcome(self.session, final_message))
+        reward = self._result.score if self.reward_kind == "rubric" else self._result.binary
+        return self._last_obs, float(reward), terminated, not terminated, self._info()
+
+    def _info(self) -> dict[str, Any]:
+        info: dict[str, Any] = {"messages": self.messages, "tools": self._tools,
+                                "task": self._task_dict, "step": self._steps}
+        if self._result is not None:
+            info["rubric"] = [c.model_dump() for c in self._result.criteria]
+            info["score"] = self._result.score
+            info["binary"] = self._result.binary
+        return info
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi":
+            return None
+        return self._last_obs

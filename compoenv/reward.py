@@ -1,0 +1,220 @@
+"""Rubric scoring of an episode, and the completion-focused group reward for RL."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+from pydantic import BaseModel
+
+from compoenv.session import CallRecord, Session
+from compoenv.task import (
+    AnswerCriterion, CallCriterion, Criterion, StateCriterion, Task, UnchangedCriterion,
+)
+
+__all__ = [
+    "Outcome", "CriterionResult", "RubricResult", "score_rubric", "completion_focused",
+    "same_value", "normalize_text",
+]
+
+_NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?")
+_PUNCT = re.compile(r"[\s\"'`.,;:!?()\[\]{}]+")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the rubric looks at: the session (states and call log) and the final message."""
+
+    session: Session
+    final_message: str = ""
+
+
+class CriterionResult(BaseModel):
+    id: str
+    kind: str
+    description: str
+    passed: bool
+    weight: float
+    required: bool
+    detail: str = ""
+
+
+class RubricResult(BaseModel):
+    criteria: list[CriterionResult]
+    score: float
+    binary: float
+
+    @property
+    def passes(self) -> list[bool]:
+        return [c.passed for c in self.criteria]
+
+
+def normalize_text(text: Any) -> str:
+    """Casefolded text with punctuation and runs of white space folded to single spaces."""
+    return " " + _PUNCT.sub(" ", str(text).casefold()).strip() + " "
+
+
+def _as_number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str) and _NUMBER.fullmatch(value.strip().lstrip("$")):
+        try:
+            return float(value.strip().lstrip("$").replace(",", ""))
+        except ValueError:
+            return None
+    return None
+
+
+def same_value(expected: Any, actual: Any) -> bool:
+    """Equality up to case, white space, trailing punctuation, number formatting and list order."""
+    if isinstance(expected, Mapping):
+        return isinstance(actual, Mapping) and all(
+            k in actual and same_value(v, actual[k]) for k, v in expected.items())
+    if isinstance(expected, (list, tuple)):
+        if not isinstance(actual, (list, tuple)) or len(expected) != len(actual):
+            return False
+        return sorted(map(normalize_text, expected)) == sorted(map(normalize_text, actual))
+    a, b = _as_number(expected), _as_number(actual)
+    if a is not None and b is not None:
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=0.005)
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return expected == actual
+    return normalize_text(expected) == normalize_text(actual)
+
+
+def _answer_reported(value: str, message: str) -> bool:
+    number = _as_number(value)
+    if number is not None:
+        return any(math.isclose(number, float(m.replace(",", "")), abs_tol=0.005)
+                   for m in _NUMBER.findall(message) if m.replace(",", "").strip("+-"))
+    return normalize_text(value) in normalize_text(message)
+
+
+def _dumped(record: Any) -> Any:
+    return record.model_dump(mode="json") if isinstance(record, BaseModel) else record
+
+
+def _records(session: Session, service: str, collection: str, initial: bool = False) -> dict:
+    state = session.initial_state(service) if initial else session.state(service)
+    value = getattr(state, collection, None)
+    return value if isinstance(value, dict) else {}
+
+
+def _check_state(c: StateCriterion, out: Outcome) -> tuple[bool, str]:
+    records = _records(out.session, c.service, c.collection)
+    candidates = [records[c.key]] if c.key is not None and c.key in records else (
+        [] if c.key is not None else list(records.values()))
+    hit = any(same_value(c.match, _dumped(r)) for r in candidates)
+    if c.exists:
+        return hit, "" if hit else f"no record in {c.service}.{c.collection} matches {c.match}"
+    return not hit, "" if not hit else f"record still present in {c.service}.{c.collection}"
+
+
+def _check_answer(c: AnswerCriterion, out: Outcome) -> tuple[bool, str]:
+    hit = _answer_reported(c.value, out.final_message)
+    return hit, "" if hit else f"final message does not report {c.value!r}"
+
+
+def _call_matches(c: CallCriterion, record: CallRecord) -> bool:
+    return (record.name == c.name and record.result.get("success", False)
+            and isinstance(record.arguments, Mapping) and same_value(c.arguments, record.arguments))
+
+
+def _check_call(c: CallCriterion, out: Outcome) -> tuple[bool, str]:
+    hit = any(_call_matches(c, r) for r in out.session.log)
+    return hit, "" if hit else f"no successful call {c.name}({c.arguments})"
+
+
+def _check_unchanged(c: UnchangedCriterion, out: Outcome) -> tuple[bool, str]:
+    before = _records(out.session, c.service, c.collection, initial=True)
+    after = _records(out.session, c.service, c.collection)
+    keep = set(c.except_keys)
+    changed = [k for k, v in before.items() if k not in keep and after.get(k) != v]
+    added = len(set(after) - set(before))
+    if changed:
+        return False, f"{c.service}.{c.collection}: unexpected changes to {changed[:5]}"
+    if added > c.allow_new:
+        return False, f"{c.service}.{c.collection}: {added} records added, {c.allow_new} expected"
+    return True, ""
+
+
+_CHECKS: dict[str, Callable[[Any, Outcome], tuple[bool, str]]] = {
+    "state": _check_state, "answer": _check_answer, "call": _check_call,
+    "unchanged": _check_unchanged,
+}
+
+
+def score_rubric(rubric: Sequence[Criterion], outcome: Outcome) -> RubricResult:
+    """Check every criterion: score = weighted mean of passes; binary = all required pass."""
+    results = []
+    for c in rubric:
+        try:
+            passed, detail = _CHECKS[c.kind](c, outcome)
+        except Exception as exc:  # a broken criterion fails itself, never the episode
+            passed, detail = False, f"criterion error: {type(exc).__name__}: {exc}"
+        results.append(CriterionResult(id=c.id, kind=c.kind, description=c.description,
+                                       passed=passed, weight=c.weight, required=c.required,
+                                       detail=detail))
+    total = sum(r.weight for r in results)
+    score = sum(r.weight for r in results if r.passed) / total if total > 0 else 0.0
+    binary = float(all(r.passed for r in results if r.required))
+    return RubricResult(criteria=results, score=score, binary=binary)
+
+
+def score_task(task: Task, outcome: Outcome) -> RubricResult:
+    return score_rubric(task.rubric, outcome)
+
+
+def completion_focused(passes: Sequence[Sequence[bool | float]],
+                       weights: Sequence[float] | None = None,
+                       required: Sequence[bool] | None = None,
+                       alpha: float = 1.0, eps: float = 0.05, lam: float = 0.5) -> list[float]:
+    """Completion-focused rubric reward over a rollout group of one task.
+
+    With pass matrix ``P[G, K]`` (rollout i, criterion k) and base weights ``w0``:
+    ``p_k = mean_i P[i, k]``, ``w_k ∝ w0_k (1 - p_k + eps) ** alpha`` (normalised), and
+    ``r_i = (1 - lam) * sum_k w_k P[i, k] + lam * 1[all required pass for rollout i]``.
+
+    Criteria every rollout passes weigh least, rarely passed ones dominate, and a rollout that
+    completes the task always gets the group's top reward. ``alpha=0`` gives the plain weighted
+    rubric (plus the completion bonus); ``lam=0`` drops the bonus.
+
+    Args:
+        passes: G rows of K criterion results (bools or 0/1).
+        weights: Base weights w0 (default 1 each).
+        required: Which criteria count for completion (default all).
+        alpha: Sharpness of the rarity re-weighting (0 disables it).
+        eps: Floor that keeps all-pass criteria from vanishing entirely.
+        lam: Share of the reward given by full completion.
+
+    Returns:
+        One reward per rollout, in [0, 1].
+    """
+    rows = [[float(bool(x)) for x in row] for row in passes]
+    if not rows:
+        return []
+    k = len(rows[0])
+    if any(len(row) != k for row in rows):
+        raise ValueError(f"every rollout needs {k} criterion results; got lengths "
+                         f"{sorted({len(r) for r in rows})}")
+    base = [1.0] * k if weights is None else [float(w) for w in weights]
+    need = [True] * k if required is None else [bool(r) for r in required]
+    if len(base) != k or len(need) != k:
+        raise ValueError(f"weights and required need {k} entries")
+    if k == 0:
+        return [lam * 1.0 for _ in rows]
+    g = len(rows)
+    rate = [sum(row[j] for row in rows) / g for j in range(k)]
+    raw = [max(base[j], 0.0) * (1.0 - rate[j] + eps) ** alpha for j in range(k)]
+    total = sum(raw)
+    w = [x / total for x in raw] if total > 0 else [1.0 / k] * k
+    out = []
+    for row in rows:
+        partial = sum(w[j] * row[j] for j in range(k))
+        complete = float(all(row[j] for j in range(k) if need[j]))
+        out.append((1.0 - lam) * partial + lam * complete)
+    return out

@@ -1,0 +1,100 @@
+"""Session: the live services of one episode, a router for qualified tool names, and a call log."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from compoenv.registry import Registry
+from compoenv.service import Service, State, ToolResult, ToolSpec, did_you_mean, error
+from compoenv.world import World
+
+__all__ = ["Session", "CallRecord", "render_result"]
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    """One executed call, as the rubric's ``call`` criteria and trajectories see it."""
+
+    name: str
+    arguments: Any
+    result: ToolResult
+
+
+def render_result(result: ToolResult) -> str:
+    """The envelope as the agent reads it: compact, ASCII-only JSON."""
+    return json.dumps(result, separators=(", ", ": "))
+
+
+class Session:
+    """Services of one episode over one World, created lazily and shared copy-on-write.
+
+    Args:
+        services: Service classes the episode mounts.
+        world: The episode's World.
+    """
+
+    def __init__(self, services: Iterable[type[Service]], world: World) -> None:
+        self.world = world
+        self._classes = {cls.name: cls for cls in services}
+        self._live: dict[str, Service] = {}
+        self._initial: dict[str, State] = {}
+        self._routes: dict[str, tuple[str, ToolSpec]] = {
+            spec.qualified_name: (name, spec)
+            for name, cls in self._classes.items() for spec in cls.tool_specs().values()
+        }
+        self.log: list[CallRecord] = []
+
+    @classmethod
+    def for_names(cls, names: Iterable[str], world: World,
+                  registry: Registry | None = None) -> Session:
+        registry = registry or Registry.default()
+        return cls([registry.get(name) for name in names], world)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._classes)
+
+    @property
+    def classes(self) -> dict[str, type[Service]]:
+        return self._classes
+
+    def service(self, name: str) -> Service:
+        """The live instance of a mounted service (seeded on first use)."""
+        live = self._live.get(name)
+        if live is None:
+            live = self._live[name] = self._classes[name].create(self.world)
+            self._initial[name] = live.state
+        return live
+
+    def specs(self, names: Iterable[str] | None = None) -> list[ToolSpec]:
+        wanted = None if names is None else set(names)
+        return [spec for service, spec in self._routes.values()
+                if wanted is None or service in wanted]
+
+    def spec(self, qualified: str) -> ToolSpec | None:
+        route = self._routes.get(qualified)
+        return route[1] if route else None
+
+    def call(self, name: Any, arguments: Any) -> ToolResult:
+        """Run ``<service>__<tool>`` with ``arguments``; every failure is an error envelope."""
+        route = self._routes.get(name) if isinstance(name, str) else None
+        if route is None:
+            result = error(404, did_you_mean(name, self._routes, "tool") if isinstance(name, str)
+                           else f"Tool name must be a string, got {type(name).__name__}")
+        else:
+            result = self.service(route[0]).call(route[1].name, arguments)
+        self.log.append(CallRecord(str(name)[:200], arguments, result))
+        return result
+
+    def state(self, name: str) -> State:
+        return self.service(name).state
+
+    def initial_state(self, name: str) -> State:
+        """The state before any call (copy-on-write keeps the seeded object untouched)."""
+        self.service(name)
+        return self._initial[name]
+
+    def digests(self) -> dict[str, str]:
+        return {name: self.state(name).digest() for name in self._classes}

@@ -1,0 +1,154 @@
+"""Task and rubric criteria: JSON-serialisable data, with JSONL reading and writing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Annotated, Any, Iterable, Iterator, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+__all__ = [
+    "Task", "Call", "Criterion", "StateCriterion", "AnswerCriterion", "CallCriterion",
+    "UnchangedCriterion", "TaskFileError", "load_tasks", "iter_tasks", "save_tasks",
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Call(_Model):
+    """One tool call: ``{"name": "<service>__<tool>", "arguments": {...}}``."""
+
+    name: str
+    arguments: dict[str, Any] = {}
+
+
+class _Criterion(_Model):
+    id: str
+    description: str
+    weight: float = Field(1.0, ge=0)
+    required: bool = True
+
+
+class StateCriterion(_Criterion):
+    """A record exists (or not) in a collection of a service's final state, with these values.
+
+    ``key`` pins one record (a modified one); without it any record of the collection may match
+    (a created one, whose generated id the agent's order of calls decides).
+    """
+
+    kind: Literal["state"] = "state"
+    service: str
+    collection: str
+    key: str | None = None
+    match: dict[str, Any] = {}
+    exists: bool = True
+
+
+class AnswerCriterion(_Criterion):
+    """The final message reports ``value`` (compared after normalisation)."""
+
+    kind: Literal["answer"] = "answer"
+    value: str
+
+
+class CallCriterion(_Criterion):
+    """A tool was called with (at least) these arguments."""
+
+    kind: Literal["call"] = "call"
+    name: str
+    arguments: dict[str, Any] = {}
+
+
+class UnchangedCriterion(_Criterion):
+    """No collateral writes: records of a collection, other than ``except_keys``, are untouched
+    and at most ``allow_new`` records were added."""
+
+    kind: Literal["unchanged"] = "unchanged"
+    service: str
+    collection: str
+    except_keys: list[str] = []
+    allow_new: int = 0
+
+
+Criterion = Annotated[
+    Union[StateCriterion, AnswerCriterion, CallCriterion, UnchangedCriterion],
+    Field(discriminator="kind"),
+]
+
+
+class Task(_Model):
+    """A composed, verified task. Field names are the public contract (see DESIGN.md)."""
+
+    id: str = ""
+    instruction: str
+    services: list[str]
+    distractors: list[str] = []
+    seed: int
+    date: str
+    solution: list[Call]
+    answer: list[str] = []
+    rubric: list[Criterion]
+    capabilities: list[str] = []
+    domain: str
+    hops: int
+    recorded: dict[str, Any] = {}
+    fingerprint: dict[str, str] = {}
+
+    def content_hash(self) -> str:
+        """A hash of everything but ``id``: equal tasks, equal hashes."""
+        body = self.model_dump(mode="json", exclude={"id"})
+        blob = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return "t-" + hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def with_id(self) -> Task:
+        return self.model_copy(update={"id": self.content_hash()})
+
+    def to_json(self) -> str:
+        return self.model_dump_json()
+
+    @classmethod
+    def coerce(cls, value: Task | dict[str, Any] | str) -> Task:
+        """A Task from a Task, a dict, or a JSON string."""
+        if isinstance(value, Task):
+            return value
+        if isinstance(value, str):
+            return cls.model_validate_json(value)
+        return cls.model_validate(value)
+
+
+class TaskFileError(ValueError):
+    """A task file line that is not valid JSON or not a valid Task."""
+
+
+def iter_tasks(path: str | Path) -> Iterator[Task]:
+    """Tasks of a JSONL file, one per non-blank line; errors name the file, line and field."""
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield Task.model_validate_json(line)
+            except ValidationError as exc:
+                first = exc.errors(include_url=False)[0]
+                where = ".".join(str(p) for p in first["loc"]) or "(root)"
+                kind = "invalid JSON" if first["type"] == "json_invalid" else f"field {where!r}"
+                raise TaskFileError(f"{path}:{lineno}: {kind}: {first['msg']}"
+                                    f" ({exc.error_count()} error(s) on this line)") from None
+
+
+def load_tasks(path: str | Path) -> list[Task]:
+    return list(iter_tasks(path))
+
+
+def save_tasks(tasks: Iterable[Task], path: str | Path) -> int:
+    """Write tasks as JSONL; returns how many were written."""
+    count = 0
+    with open(path, "w", encoding="utf-8") as fh:
+        for task in tasks:
+            fh.write(task.to_json() + "\n")
+            count += 1
+    return count

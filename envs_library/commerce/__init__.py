@@ -1,0 +1,1 @@
+"""Commerce services: the online shop."""

@@ -1,0 +1,1 @@
+"""Finance services: bank accounts and invoices."""

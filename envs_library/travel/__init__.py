@@ -1,0 +1,1 @@
+"""Travel services: flights, hotels, weather."""
