@@ -218,7 +218,7 @@ def _parse_tags(text: str, schemas: _Schemas) -> ParsedAction:
         if 0 <= next_fn < pos:
             next_fn = text.find(_FN_OPEN, pos)
     outside.append(text[pos:])
-    return ParsedAction("".join(outside).strip(), tuple(calls), fmt)
+    return ParsedAction("\n".join(filter(None, map(str.strip, outside))), tuple(calls), fmt)
 
 
 def _unterminated(tag: str, closer: str, tail: str, index: int) -> CallError:
@@ -377,18 +377,18 @@ def _call_from_obj(obj: Any, index: int, where: str, given_id: str | None,
     """A call from a decoded object; ``raw`` is its JSON text (None: a caller-owned mapping)."""
     if type(obj) is not dict and not isinstance(obj, Mapping):
         return _error(f"expected a JSON object like {_EXAMPLE} {where}, got {_json_type(obj)} "
-                      f"{_quote(_safe_repr(obj))}; send one object per call", raw, index, None, obj)
+                      f"{_quote(obj)}; send one object per call", raw, index, None, obj)
     call_id = given_id or _call_id(index)
     if "name" not in obj and "function" in obj:  # OpenAI shape: {"type": "function", "function": {...}}
         obj = obj["function"]
         if not isinstance(obj, Mapping):
             return _error(f'"function" {where} must be an object like {{"name": ..., "arguments": ...}}'
-                          f", got {_json_type(obj)} {_quote(_safe_repr(obj))}", raw, index, None, obj)
+                          f", got {_json_type(obj)} {_quote(obj)}", raw, index, None, obj)
     name = obj.get("name")
     if type(name) is not str:
         problem = (f"missing \"name\" {where}, got keys [{', '.join(repr(k) for k in list(obj)[:10])}]"
                    if "name" not in obj else
-                   f'"name" {where} must be a string, got {_json_type(name)} {_quote(_safe_repr(name))}')
+                   f'"name" {where} must be a string, got {_json_type(name)} {_quote(name)}')
         return _error(f"{problem}; expected {_EXAMPLE}", raw, index, None, obj, call_id)
     name = name.strip()
     if not name:
@@ -408,7 +408,7 @@ def _call_from_obj(obj: Any, index: int, where: str, given_id: str | None,
     if isinstance(arguments, Mapping):
         return ToolCall(name, dict(arguments), call_id)
     return _error(f'"arguments" of {name!r} must be a JSON object like {{"city": "Paris"}}, got '
-                  f"{_json_type(arguments)} {_quote(_safe_repr(arguments))}", raw, index, name, obj,
+                  f"{_json_type(arguments)} {_quote(arguments)}", raw, index, name, obj,
                   call_id)
 
 
@@ -456,7 +456,7 @@ def _parse_message(msg: Mapping[Any, Any], schemas: _Schemas) -> ParsedAction:
     if tool_calls is not None:
         if not isinstance(tool_calls, Sequence) or isinstance(tool_calls, (str, bytes, bytearray)):
             message = (f'"tool_calls" must be a list like [{_OPENAI_EXAMPLE}], got '
-                       f"{_json_type(tool_calls)} {_quote(_safe_repr(tool_calls))}")
+                       f"{_json_type(tool_calls)} {_quote(tool_calls)}")
             return ParsedAction(content.strip(), (_error(message, None, 0, None, tool_calls),), "openai")
         if tool_calls:
             return _parse_openai_list(tool_calls, content.strip())
@@ -536,8 +536,12 @@ def _json_type(value: Any) -> str:
     return type(value).__name__
 
 
-def _quote(text: str) -> str:
-    return repr(text if len(text) <= 80 else text[:77] + "...")
+def _quote(value: Any) -> str:
+    """A repr of value showing at most 80 characters of it."""
+    if isinstance(value, str):
+        return repr(value if len(value) <= 80 else value[:77] + "...")
+    text = _safe_repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _safe_repr(value: Any) -> str:

@@ -6,8 +6,9 @@ import re
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 from compoenv.service import ToolError, did_you_mean
+from compoenv.world import CityInfo, World
 
-__all__ = ["next_id", "get_or_404", "find_one", "search", "page", "norm"]
+__all__ = ["next_id", "get_or_404", "find_one", "find_city", "search", "page", "norm"]
 
 T = TypeVar("T")
 
@@ -46,6 +47,11 @@ def find_one(records: Iterable[T], value: str, key: Callable[[T], str], kind: st
     if len(hits) > 1:
         raise ToolError(409, f"{len(hits)} records match {kind} {value!r}; be more specific")
     return hits[0]
+
+
+def find_city(world: World, name: str) -> CityInfo:
+    """The World's city called ``name``, or ToolError(404) with the closest city names."""
+    return find_one(world.cities, name, lambda c: c.name, "city")
 
 
 def search(records: Iterable[T], query: str, *fields: Callable[[T], Any]) -> list[T]:

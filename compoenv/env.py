@@ -37,6 +37,11 @@ class TextSpace(spaces.Text):
         return isinstance(x, str) and len(x) <= self.max_length
 
 
+def _fresh(data: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``data`` whose nested dicts are new objects too (lists are shared)."""
+    return {k: _fresh(v) if isinstance(v, dict) else v for k, v in data.items()}
+
+
 @lru_cache(maxsize=512)
 def _listing(services: tuple[str, ...], registry: Registry) -> tuple[dict[str, Any], ...]:
     return tuple(spec.to_openai() for spec in registry.tools(services))
@@ -192,8 +197,10 @@ class CompoWorldEnv(gym.Env[str, str]):
         return self._last_obs, float(reward), terminated, not terminated, self._info()
 
     def _info(self) -> dict[str, Any]:
+        # Fresh dicts each call (Gymnasium's contract); the transcript list is shared on purpose:
+        # it is the episode's growing message log, and copying it would make steps O(n).
         info: dict[str, Any] = {"messages": self.messages, "tools": self._tools,
-                                "task": self._task_dict, "step": self._steps}
+                                "task": _fresh(self._task_dict), "step": self._steps}
         if self._result is not None:
             info["rubric"] = [c.model_dump() for c in self._result.criteria]
             info["score"] = self._result.score

@@ -9,6 +9,7 @@ returns a Contact feeds every tool that takes a Contact, or one of its fields.
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -52,6 +53,13 @@ def _round_cents(value: float) -> float:
     return round(float(value), 2)
 
 
+def _real_date(value: str) -> str:
+    dt.date.fromisoformat(value[:10])  # "2026-02-30" matches the pattern but is no date
+    if len(value) > 10:
+        dt.time.fromisoformat(value[11:])
+    return value
+
+
 def _s(name: str, *, statable: bool = False, **constraints: Any) -> Any:
     return Annotated[str, StringConstraints(strip_whitespace=True, **constraints),
                      Interface(name, statable)]
@@ -63,8 +71,11 @@ EmailAddress = _s("EmailAddress", statable=True, max_length=254,
                   pattern=r"^[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}$")
 PhoneNumber = _s("PhoneNumber", statable=True, pattern=r"^\+?[0-9][0-9 ()-]{6,20}$")
 Url = _s("Url", statable=True, max_length=2048, pattern=r"^https?://\S+$")
-Date = _s("Date", statable=True, pattern=r"^\d{4}-\d{2}-\d{2}$")
-DateTime = _s("DateTime", statable=True, pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$")
+Date = Annotated[str, StringConstraints(strip_whitespace=True, pattern=r"^\d{4}-\d{2}-\d{2}$"),
+                 AfterValidator(_real_date), Interface("Date", True)]
+DateTime = Annotated[str, StringConstraints(strip_whitespace=True,
+                                            pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$"),
+                     AfterValidator(_real_date), Interface("DateTime", True)]
 TimeOfDay = _s("TimeOfDay", statable=True, pattern=r"^\d{2}:\d{2}$")
 DurationMinutes = Annotated[int, Field(ge=1, le=7 * 24 * 60), Interface("DurationMinutes", True)]
 Money = Annotated[float, Field(ge=-1e9, le=1e9), AfterValidator(_round_cents),

@@ -16,7 +16,7 @@ from compoenv.task import (
 
 __all__ = [
     "Outcome", "CriterionResult", "RubricResult", "score_rubric", "completion_focused",
-    "same_value", "normalize_text",
+    "same_value", "normalize_text", "record_dict",
 ]
 
 _NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?")
@@ -94,8 +94,11 @@ def _answer_reported(value: str, message: str) -> bool:
     return normalize_text(value) in normalize_text(message)
 
 
-def _dumped(record: Any) -> Any:
-    return record.model_dump(mode="json") if isinstance(record, BaseModel) else record
+def record_dict(record: Any) -> dict[str, Any]:
+    """A state record as a dict (a plain value ``v`` is ``{"value": v}``)."""
+    if isinstance(record, BaseModel):
+        return record.model_dump(mode="json")
+    return dict(record) if isinstance(record, Mapping) else {"value": record}
 
 
 def _records(session: Session, service: str, collection: str, initial: bool = False) -> dict:
@@ -108,7 +111,7 @@ def _check_state(c: StateCriterion, out: Outcome) -> tuple[bool, str]:
     records = _records(out.session, c.service, c.collection)
     candidates = [records[c.key]] if c.key is not None and c.key in records else (
         [] if c.key is not None else list(records.values()))
-    hit = any(same_value(c.match, _dumped(r)) for r in candidates)
+    hit = any(same_value(c.match, record_dict(r)) for r in candidates)
     if c.exists:
         return hit, "" if hit else f"no record in {c.service}.{c.collection} matches {c.match}"
     return not hit, "" if not hit else f"record still present in {c.service}.{c.collection}"

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from compoenv._cache import SharedCache
+from compoenv.interfaces import Address
 
 __all__ = ["World", "Person", "Organization", "CityInfo", "DEFAULT_TODAY"]
 
@@ -102,6 +103,11 @@ class Person:
     @property
     def name(self) -> str:
         return f"{self.first} {self.last}"
+
+    @property
+    def address(self) -> Address:
+        return Address(street=self.street, city=self.city, postal_code=self.postal_code,
+                       country=self.country)
 
 
 class World:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import string
-from typing import Any
 
 from compoenv.compose.walk import Binding, Walk
 from compoenv.service import ToolSpec

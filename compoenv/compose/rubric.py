@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
-
 from compoenv.compose.walk import Walk
+from compoenv.reward import record_dict
 from compoenv.schema import brief
 from compoenv.session import Session
 from compoenv.task import (
@@ -29,10 +28,6 @@ def _summary(match: dict[str, Any], limit: int = 4) -> str:
     return ", ".join(shown) + (f" and {more} more field(s)" if more > 0 else "")
 
 
-def _dump(record: Any) -> dict[str, Any]:
-    return record.model_dump(mode="json") if isinstance(record, BaseModel) else dict(record)
-
-
 def _state_criteria(service: str, session: Session) -> list[Criterion]:
     before_state, after_state = session.initial_state(service), session.state(service)
     out: list[Criterion] = []
@@ -45,12 +40,12 @@ def _state_criteria(service: str, session: Session) -> list[Criterion]:
         modified = [k for k in after if k in before and after[k] != before[k]]
         deleted = [k for k in before if k not in after]
         for key in created:
-            match = {f: v for f, v in _dump(after[key]).items() if v != key}
+            match = {f: v for f, v in record_dict(after[key]).items() if v != key}
             out.append(StateCriterion(
                 id="", service=service, collection=collection, match=match,
                 description=f"A new {noun} exists in {service} with {_summary(match)}"))
         for key in modified:
-            old, new = _dump(before[key]), _dump(after[key])
+            old, new = record_dict(before[key]), record_dict(after[key])
             match = {f: v for f, v in new.items() if old.get(f) != v}
             out.append(StateCriterion(
                 id="", service=service, collection=collection, key=key, match=match,
@@ -59,6 +54,8 @@ def _state_criteria(service: str, session: Session) -> list[Criterion]:
             out.append(StateCriterion(
                 id="", service=service, collection=collection, key=key, exists=False,
                 description=f"{noun.capitalize()} {key} was removed from {service}"))
+        if not (created or modified or deleted):
+            continue  # guards sit beside the writes; an untouched collection earns no credit
         out.append(UnchangedCriterion(
             id="", service=service, collection=collection, except_keys=modified + deleted,
             allow_new=len(created), required=False, weight=0.5,

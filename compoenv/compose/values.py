@@ -12,7 +12,7 @@ from compoenv.schema import Slot, compact_schema, extract, interface_slots
 from compoenv.service import Service, ToolSpec
 from compoenv.world import Person, World
 
-__all__ = ["MISSING", "record_arguments", "fresh_value"]
+__all__ = ["MISSING", "record_arguments", "record_value", "fresh_value"]
 
 MISSING: Any = object()
 
@@ -107,6 +107,18 @@ def record_arguments(spec: ToolSpec, service: Service, rng: random.Random,
         else:
             return args
     return None
+
+
+def record_value(service: Service, interface: str, rng: random.Random) -> Any:
+    """A random value of ``interface`` among ``service``'s records (an account the user owns)."""
+    values = []
+    for record in _records(service):
+        data = None
+        for slot in _entity_slots(type(record)):
+            if slot.interface == interface:
+                data = data if data is not None else record.model_dump(mode="json")
+                values.extend(v for v in extract(data, slot.path) if v not in (None, ""))
+    return rng.choice(values) if values else MISSING
 
 
 def fresh_value(param: str, schema: dict[str, Any], world: World, rng: random.Random,

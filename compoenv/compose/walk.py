@@ -6,7 +6,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from compoenv.compose.values import MISSING, fresh_value, record_arguments
+from compoenv.compose.values import MISSING, fresh_value, record_arguments, record_value
 from compoenv.graph import Edge, ToolGraph
 from compoenv.interfaces import STATABLE
 from compoenv.schema import Slot, extract
@@ -103,8 +103,14 @@ def _bind(spec: ToolSpec, edge: Edge, value: _Value, available: list[_Value],
             continue
         if slot.interface not in STATABLE:
             return None
-        bindings.append(Binding(param, fresh_value(param, props[param], session.world, rng, person),
-                                interface=slot.interface))
+        stated = MISSING  # an id the user holds (an account number) comes from their records
+        if slot.interface.endswith("Id"):
+            stated = record_value(session.service(spec.service), slot.interface, rng)
+        if stated is MISSING:
+            stated = fresh_value(param, props[param], session.world, rng, person)
+        if stated is MISSING:
+            return None
+        bindings.append(Binding(param, stated, interface=slot.interface))
     for param in spec.parameters.get("required", ()):
         if param in {b.param for b in bindings}:
             continue

@@ -9,7 +9,7 @@ from pydantic import Field
 from compoenv import Service, State, ToolError, tool
 from compoenv.crud import find_one, get_or_404, next_id, norm, search
 from compoenv.interfaces import (
-    Address, Category, Order, OrderId, Product, ProductId, ProductName, Quantity,
+    Category, Order, OrderId, Product, ProductId, ProductName, Quantity,
 )
 from compoenv.service import did_you_mean
 from compoenv.world import World
@@ -28,12 +28,6 @@ _NOUNS = {
     "Hiking Poles": ("outdoors", 65), "Notebook": ("office", 12), "Fountain Pen": ("office", 42),
 }
 OrderStatus = Literal["placed", "shipped", "delivered", "cancelled"]
-
-
-def _home(world: World) -> Address:
-    """Where orders ship: the user's home address."""
-    u = world.user
-    return Address(street=u.street, city=u.city, postal_code=u.postal_code, country=u.country)
 
 
 class Shop(Service):
@@ -73,7 +67,7 @@ class Shop(Service):
                 id=oid, customer_email=u.email, product_id=product.id,
                 product_name=product.name, quantity=quantity,
                 total=round(product.price * quantity, 2), currency=CURRENCY,
-                placed=world.date(-age), status=status, ship_to=_home(world),
+                placed=world.date(-age), status=status, ship_to=world.user.address,
                 tracking=(f"TRK{rng.randrange(10**7, 10**8):08d}"
                           if status in ("shipped", "delivered") else None))
         return self.State(products=products, orders=orders)
@@ -138,7 +132,7 @@ class Shop(Service):
         order = Order(
             id=oid, customer_email=u.email, product_id=product.id, product_name=product.name,
             quantity=quantity, total=round(product.price * quantity, 2), currency=product.currency,
-            placed=self.world.date(0), ship_to=_home(self.world))
+            placed=self.world.date(0), ship_to=self.world.user.address)
         product.stock -= quantity
         self.state.orders[oid] = order
         return order

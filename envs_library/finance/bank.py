@@ -103,15 +103,15 @@ class Bank(Service):
         """List transactions with one person across all accounts, newest first."""
         return self._history(lambda t: t.counterparty_email.lower() == counterparty_email.lower())
 
-    @tool(phrase="transfer {amount} from account {account_id} to {recipient_name} "
-                 "({recipient_email})")
-    def transfer(self, account_id: AccountId, recipient_email: EmailAddress,
-                 recipient_name: PersonName, amount: Money,
+    @tool(phrase="transfer {amount} from account {account_id} to {recipient_email}")
+    def transfer(self, account_id: AccountId, recipient_email: EmailAddress, amount: Money,
+                 recipient_name: PersonName | None = None,
                  memo: Annotated[str, Field(max_length=200)] = "") -> Transaction:
         """Send money from a checking or savings account to another person.
 
         Args:
             amount: How much to send, in the account's currency; must be positive.
+            recipient_name: The recipient's name (default: the email address).
             memo: A note the recipient sees.
         """
         account = get_or_404(self.state.accounts, account_id, "account id")
@@ -124,7 +124,8 @@ class Bank(Service):
             raise ToolError(409, f"Insufficient funds: {account_id} holds {account.balance:.2f} "
                                  f"{account.currency}, the transfer needs {amount:.2f}")
         tx = Transaction(id=next_id("TX-", self.state.transactions), account_id=account_id,
-                         counterparty=recipient_name, counterparty_email=recipient_email,
+                         counterparty=recipient_name or recipient_email,
+                         counterparty_email=recipient_email,
                          amount=-amount, currency=account.currency, date=self.world.date(0),
                          memo=memo)
         account.balance = round(account.balance - amount, 2)

@@ -4,15 +4,25 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from compoenv import Service, State, ToolError, tool
 from compoenv.crud import get_or_404, norm
-from compoenv.interfaces import InvoiceId, Invoice, Money, OrganizationName, TransactionId
+from compoenv.interfaces import Invoice, InvoiceId, Money, OrganizationName, TransactionId
 from compoenv.service import did_you_mean
 from compoenv.world import World
 
 CURRENCY = "USD"  # one currency library-wide, as in shop and travel
+
+
+class Settlement(BaseModel):
+    """How an invoice stopped being open: the transaction that paid it, or why it was voided."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    invoice_id: InvoiceId
+    transaction_id: TransactionId | None = None
+    void_reason: str = ""
 
 
 class Invoices(Service):
@@ -23,8 +33,7 @@ class Invoices(Service):
 
     class State(State):
         invoices: dict[str, Invoice] = {}
-        payments: dict[str, str] = {}  # invoice id -> the bank transaction that paid it
-        void_reasons: dict[str, str] = {}  # invoice id -> why it was voided
+        settlements: dict[str, Settlement] = {}  # by invoice id; none for seeded paid ones
 
     def seed(self, world: World) -> Invoices.State:
         rng = world.rng(self.name)
@@ -41,9 +50,9 @@ class Invoices(Service):
         drafts.sort(key=lambda d: d["due"])  # ids follow due dates: INV-0001 falls due first
         invoices = {f"INV-{i:04d}": Invoice(id=f"INV-{i:04d}", **fields)
                     for i, fields in enumerate(drafts, start=1)}
-        void = {i: "Duplicate of an earlier invoice" for i, v in invoices.items()
-                if v.status == "void"}
-        return self.State(invoices=invoices, void_reasons=void)
+        void = {i: Settlement(invoice_id=i, void_reason="Duplicate of an earlier invoice")
+                for i, v in invoices.items() if v.status == "void"}
+        return self.State(invoices=invoices, settlements=void)
 
     def _from(self, vendor: str) -> list[Invoice]:
         hits = [i for i in self.state.invoices.values() if norm(i.vendor) == norm(vendor)]
@@ -94,11 +103,13 @@ class Invoices(Service):
         invoice = get_or_404(self.state.invoices, invoice_id, "invoice id")
         if invoice.status != "open":
             raise ToolError(409, f"Invoice {invoice_id} is {invoice.status}, not open")
-        for other, tx in self.state.payments.items():
-            if tx == transaction_id:
-                raise ToolError(409, f"Transaction {transaction_id} already paid {other}")
+        for other in self.state.settlements.values():
+            if other.transaction_id == transaction_id:
+                raise ToolError(409, f"Transaction {transaction_id} already paid "
+                                     f"{other.invoice_id}")
         invoice.status = "paid"
-        self.state.payments[invoice_id] = transaction_id
+        self.state.settlements[invoice_id] = Settlement(invoice_id=invoice_id,
+                                                        transaction_id=transaction_id)
         return invoice
 
     @tool(phrase="void invoice {invoice_id} because {reason}")
@@ -113,5 +124,5 @@ class Invoices(Service):
         if invoice.status != "open":
             raise ToolError(409, f"Invoice {invoice_id} is {invoice.status}, not open")
         invoice.status = "void"
-        self.state.void_reasons[invoice_id] = reason
+        self.state.settlements[invoice_id] = Settlement(invoice_id=invoice_id, void_reason=reason)
         return invoice

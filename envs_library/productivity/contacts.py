@@ -33,8 +33,7 @@ class Contacts(Service):
             contacts[cid] = Contact(
                 id=cid, name=p.name, email=p.email, phone=p.phone, company=p.employer,
                 title=p.title, city=p.city, birthday=p.birthday.isoformat(),
-                address=Address(street=p.street, city=p.city, postal_code=p.postal_code,
-                                country=p.country))
+                address=p.address)
         return self.State(contacts=contacts)
 
     @tool(read_only=True, phrase="look up {name} in my contacts")
@@ -77,7 +76,7 @@ class Contacts(Service):
         contact.phone = phone
         return contact
 
-    @tool(phrase="add {name} ({email}, {title} at {company}) to my contacts")
+    @tool(phrase="add {name} ({email}, {title} at {company}, based in {city}) to my contacts")
     def add_contact(self, name: PersonName, email: EmailAddress, company: OrganizationName,
                     title: JobTitle, city: City, phone: PhoneNumber = "+1 555-000-0000") -> Contact:
         """Add a new contact to the address book."""

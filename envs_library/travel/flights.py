@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from compoenv import Service, State, ToolError, tool
-from compoenv.crud import find_one, get_or_404
+from compoenv.crud import find_city, get_or_404
 from compoenv.interfaces import (
     Booking, BookingReference, City, Date, EmailAddress, Flight, FlightNumber, PersonName,
 )
@@ -79,8 +79,8 @@ class Flights(Service):
     def search_flights(self, origin_city: City, destination_city: City,
                        date: Date) -> list[Flight]:
         """Flights from one city to another departing on a date, earliest first."""
-        origin = find_one(self.world.cities, origin_city, lambda c: c.name, "city")
-        destination = find_one(self.world.cities, destination_city, lambda c: c.name, "city")
+        origin = find_city(self.world, origin_city)
+        destination = find_city(self.world, destination_city)
         if origin == destination:
             raise ToolError(400, f"origin_city and destination_city are both {origin.name!r}")
         return [f for f in self.state.flights.values()

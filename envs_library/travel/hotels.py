@@ -8,7 +8,7 @@ from typing import Annotated
 from pydantic import Field
 
 from compoenv import Service, State, ToolError, tool
-from compoenv.crud import find_one, get_or_404, next_id
+from compoenv.crud import find_city, get_or_404, next_id
 from compoenv.interfaces import (
     Address, City, Date, EmailAddress, Hotel, HotelId, HotelReservation, Money, PersonName,
     ReservationId,
@@ -67,7 +67,7 @@ class Hotels(Service):
         Args:
             max_rate: Only hotels whose nightly rate is at most this.
         """
-        info = find_one(self.world.cities, city, lambda c: c.name, "city")
+        info = find_city(self.world, city)
         hotels = [h for h in self.state.hotels.values() if h.city == info.name
                   and (max_rate is None or h.nightly_rate <= max_rate)]
         return sorted(hotels, key=lambda h: (h.nightly_rate, h.id))

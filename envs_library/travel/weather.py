@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import Field
 
 from compoenv import Service, State, ToolError, tool
-from compoenv.crud import find_one
+from compoenv.crud import find_city
 from compoenv.interfaces import City, Date, WeatherReport
 
 HORIZON_DAYS = 14
@@ -29,7 +29,7 @@ class Weather(Service):
         Args:
             date: Day of the forecast, from today to 14 days ahead.
         """
-        info = find_one(self.world.cities, city, lambda c: c.name, "city")
+        info = find_city(self.world, city)
         window = [self.world.date(k) for k in range(HORIZON_DAYS + 1)]
         if date not in window:
             raise ToolError(422, f"No forecast for {date!r}: forecasts cover {window[0]} to "

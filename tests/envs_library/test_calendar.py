@@ -3,33 +3,21 @@
 from __future__ import annotations
 
 import datetime as dt
-import re
 
 import pytest
 
+from compoenv.testing import call_error, call_ok, check_service
 from compoenv.world import World
 from envs_library.productivity.calendar import Calendar
 from envs_library.productivity.contacts import Contacts
 from envs_library.productivity.email import Email
 
-NOT_INTERFACES = {"find_event.query", "create_event.title"}
+FREE_TEXT = ["find_event.query", "create_event.title"]
 
 
 @pytest.fixture
 def cal() -> Calendar:
     return Calendar(World(0))
-
-
-def call_ok(service, tool, **args):
-    result = service.call(tool, args)
-    assert result["success"], result
-    return result["data"]
-
-
-def call_error(service, tool, **args) -> dict:
-    result = service.call(tool, args)
-    assert not result["success"], result
-    return result["error"]
 
 
 def upcoming_attendee(cal: Calendar) -> str:
@@ -49,11 +37,6 @@ def test_seed_spans_last_week_to_three_weeks_ahead_without_overlaps(cal):
     spans = sorted((dt.datetime.fromisoformat(e.start), e.duration_minutes) for e in events)
     for (start, minutes), (next_start, _) in zip(spans, spans[1:]):
         assert start + dt.timedelta(minutes=minutes) <= next_start
-
-
-def test_seed_is_deterministic_per_world_seed():
-    assert Calendar(World(0)).state.digest() == Calendar(World(0)).state.digest()
-    assert Calendar(World(0)).state.digest() != Calendar(World(1)).state.digest()
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -174,16 +157,5 @@ def test_reads_do_not_change_state_and_writes_do(cal):
     assert cal.state.digest() != before
 
 
-def test_every_tool_has_a_phrase_naming_its_required_parameters():
-    for spec in Calendar.tool_specs().values():
-        assert spec.phrase, spec.name
-        named = set(re.findall(r"{(\w+)}", spec.phrase))
-        assert set(spec.parameters.get("required", [])) <= named, spec.name
-        assert named <= set(spec.parameters["properties"]), spec.name
-
-
-def test_parameters_carry_interfaces_unless_free_text():
-    for spec in Calendar.tool_specs().values():
-        for name, schema in spec.parameters["properties"].items():
-            if f"{spec.name}.{name}" not in NOT_INTERFACES:
-                assert "x-interface" in schema.get("items", schema), f"{spec.name}.{name}"
+def test_calendar_passes_the_service_checker():
+    check_service(Calendar, free_text=FREE_TEXT)

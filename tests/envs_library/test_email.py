@@ -2,33 +2,20 @@
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
+from compoenv.testing import call_error, call_ok, check_service
 from compoenv.world import World
 from envs_library.productivity.contacts import Contacts
 from envs_library.productivity.email import Email
 
 # Parameters that are free text or pagination controls, not shared interfaces.
-NOT_INTERFACES = {"search_messages.query", "list_inbox.unread_only", "list_inbox.limit"}
+FREE_TEXT = ["search_messages.query", "list_inbox.unread_only", "list_inbox.limit"]
 
 
 @pytest.fixture
 def email() -> Email:
     return Email(World(0))
-
-
-def call_ok(service, tool, **args):
-    result = service.call(tool, args)
-    assert result["success"], result
-    return result["data"]
-
-
-def call_error(service, tool, **args) -> dict:
-    result = service.call(tool, args)
-    assert not result["success"], result
-    return result["error"]
 
 
 def a_sender(email: Email) -> str:
@@ -42,11 +29,6 @@ def test_seed_has_an_inbox_of_world_people_with_some_sent_and_archived(email):
     emails = {p.email for p in email.world.people}
     assert all(m.sender in emails for m in email.state.messages.values())
     assert all(m.sent_at < email.world.at(0, 0) for m in email.state.messages.values())
-
-
-def test_seed_is_deterministic_per_world_seed():
-    assert Email(World(0)).state.digest() == Email(World(0)).state.digest()
-    assert Email(World(0)).state.digest() != Email(World(1)).state.digest()
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -157,16 +139,5 @@ def test_reads_do_not_change_state_and_writes_do(email):
     assert email.state.digest() != before
 
 
-def test_every_tool_has_a_phrase_naming_its_required_parameters():
-    for spec in Email.tool_specs().values():
-        assert spec.phrase, spec.name
-        named = set(re.findall(r"{(\w+)}", spec.phrase))
-        assert set(spec.parameters.get("required", [])) <= named, spec.name
-        assert named <= set(spec.parameters["properties"]), spec.name
-
-
-def test_parameters_carry_interfaces_unless_free_text():
-    for spec in Email.tool_specs().values():
-        for name, schema in spec.parameters["properties"].items():
-            if f"{spec.name}.{name}" not in NOT_INTERFACES:
-                assert "x-interface" in schema, f"{spec.name}.{name}"
+def test_email_passes_the_service_checker():
+    check_service(Email, free_text=FREE_TEXT)

@@ -2,32 +2,19 @@
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
+from compoenv.testing import call_error, call_ok, check_service
 from compoenv.world import World
 from envs_library.finance.bank import Bank
 from envs_library.finance.invoices import Invoices
 
-NOT_INTERFACES = {"list_invoices.status", "void_invoice.reason"}
+FREE_TEXT = ["list_invoices.status", "void_invoice.reason"]
 
 
 @pytest.fixture
 def inv() -> Invoices:
     return Invoices(World(0))
-
-
-def call_ok(service, tool, **args):
-    result = service.call(tool, args)
-    assert result["success"], result
-    return result["data"]
-
-
-def call_error(service, tool, **args) -> dict:
-    result = service.call(tool, args)
-    assert not result["success"], result
-    return result["error"]
 
 
 def first(inv: Invoices, status: str) -> str:
@@ -44,12 +31,9 @@ def test_seed_has_mostly_open_invoices_from_world_orgs(inv):
     assert all(i.billing_email == f"billing@{orgs[i.vendor]}" for i in invoices)
     assert min(i.due for i in invoices) < world.date(0) < max(i.due for i in invoices)
     assert all(i.status == "open" for i in invoices if i.due >= world.date(0) and
-               i.id not in inv.state.void_reasons)
-
-
-def test_seed_is_deterministic_per_world_seed():
-    assert Invoices(World(0)).state.digest() == Invoices(World(0)).state.digest()
-    assert Invoices(World(0)).state.digest() != Invoices(World(1)).state.digest()
+               i.id not in inv.state.settlements)
+    assert {k for k, i in inv.state.invoices.items() if i.status == "void"} == \
+        set(inv.state.settlements)
 
 
 def test_list_invoices_by_due_date_and_status(inv):
@@ -99,7 +83,7 @@ def test_pay_an_invoice_through_the_bank(inv):
                  recipient_email=details["billing_email"], recipient_name="Accounts Receivable",
                  amount=details["amount"], memo=details["id"])
     paid = call_ok(inv, "mark_paid", invoice_id=invoice.id, transaction_id=tx["id"])
-    assert paid["status"] == "paid" and inv.state.payments[invoice.id] == tx["id"]
+    assert paid["status"] == "paid" and inv.state.settlements[invoice.id].transaction_id == tx["id"]
     assert call_ok(inv, "total_due", vendor=invoice.vendor) == pytest.approx(sum(
         i.amount for i in inv.state.invoices.values()
         if i.vendor == invoice.vendor and i.status == "open"))
@@ -121,7 +105,7 @@ def test_mark_paid_conflicts(inv):
 def test_void_invoice_records_the_reason_and_refuses_settled_ones(inv):
     open_id = first(inv, "open")
     voided = call_ok(inv, "void_invoice", invoice_id=open_id, reason="Billed twice")
-    assert voided["status"] == "void" and inv.state.void_reasons[open_id] == "Billed twice"
+    assert voided["status"] == "void" and inv.state.settlements[open_id].void_reason == "Billed twice"
     assert call_error(inv, "void_invoice", invoice_id=open_id, reason="again")["code"] == 409
     assert call_error(inv, "void_invoice", invoice_id=first(inv, "paid"),
                       reason="too late")["code"] == 409
@@ -156,17 +140,5 @@ def test_reads_do_not_change_state_and_writes_do(inv):
     assert inv.state.digest() != before
 
 
-def test_every_tool_has_a_phrase_naming_its_required_parameters():
-    for spec in Invoices.tool_specs().values():
-        assert spec.phrase, spec.name
-        named = set(re.findall(r"{(\w+)}", spec.phrase))
-        assert set(spec.parameters.get("required", [])) <= named, spec.name
-        assert named <= set(spec.parameters["properties"]), spec.name
-
-
-def test_parameters_carry_interfaces_unless_free_text():
-    for spec in Invoices.tool_specs().values():
-        for name, schema in spec.parameters["properties"].items():
-            if f"{spec.name}.{name}" not in NOT_INTERFACES:
-                branches = schema.get("anyOf", [schema])
-                assert any("x-interface" in b for b in branches), f"{spec.name}.{name}"
+def test_invoices_passes_the_service_checker():
+    check_service(Invoices, free_text=FREE_TEXT)

@@ -1,0 +1,1 @@
+"""Benchmarks of compoenv: run `python -m bench` to list them."""

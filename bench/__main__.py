@@ -1,0 +1,18 @@
+"""List the available benchmarks and how to run them."""
+
+from __future__ import annotations
+
+BENCHMARKS = {
+    "env": ("step throughput, reset latency, memory per live env, step vs bare tool call",
+            "python -m bench.env [--quick] [--out FILE]"),
+}
+
+
+def main() -> None:
+    print("compoenv benchmarks (each prints one JSON object on stdout):")
+    for name, (what, how) in BENCHMARKS.items():
+        print(f"  {name:<6} {what}\n         run: {how}")
+
+
+if __name__ == "__main__":
+    main()
