@@ -70,8 +70,11 @@ class ReadCall:
     action: str
 
 
+_T0 = time.perf_counter()
+
+
 def log(message: str) -> None:
-    print(f"[bench.env] {message}", file=sys.stderr, flush=True)
+    print(f"[bench.env {time.perf_counter() - _T0:6.1f}s] {message}", file=sys.stderr, flush=True)
 
 
 def quantile(values: list[float], q: float) -> float:
@@ -205,8 +208,11 @@ def measure_bare_ratio(calls: list[ReadCall], cfg: Config) -> dict[str, float]:
 
 def measure_reset(cfg: Config) -> dict[str, float]:
     composer = Composer(config=ComposerConfig(min_services=3))
-    tasks = [t for t in composer.generate(4 * cfg.reset_tasks, seed=cfg.seed)
-             if len(t.services) == 3][:cfg.reset_tasks]
+    tasks: list[Task] = []
+    for task in composer.generate(100 * cfg.reset_tasks, seed=cfg.seed):
+        tasks += [task] if len(task.services) == 3 else []
+        if len(tasks) == cfg.reset_tasks:
+            break
     env = CompoWorldEnv(max_steps=NEVER)
     for task in tasks:
         env.reset(options={"task": task})  # warm-up: worlds and tool listings are cached

@@ -8,6 +8,7 @@ from collections import Counter
 import pytest
 
 from compoenv import World
+from compoenv.testing import call_error, call_ok, check_service
 from envs_library.travel.flights import Flights
 
 READS = {"search_flights", "cheapest_flight", "get_flight", "get_booking", "list_bookings"}
@@ -18,17 +19,6 @@ PASSENGER = {"passenger": "Ada Lovelace", "passenger_email": "ada@example.com"}
 @pytest.fixture
 def flights() -> Flights:
     return Flights(World(0))
-
-
-def data(result: dict) -> object:
-    assert result["success"], result
-    return result["data"]
-
-
-def failure(result: dict, code: int) -> str:
-    assert not result["success"], result
-    assert result["error"]["code"] == code, result
-    return result["error"]["message"]
 
 
 def busiest_route(flights: Flights) -> dict[str, str]:
@@ -67,11 +57,6 @@ def test_seed_has_bookings_of_the_user(flights: Flights) -> None:
         assert booking.departure == flights.state.flights[booking.flight_number].departure
 
 
-def test_same_seed_same_state_different_seed_different_state() -> None:
-    assert Flights(World(0)).state.digest() == Flights(World(0)).state.digest()
-    assert Flights(World(0)).state.digest() != Flights(World(1)).state.digest()
-
-
 def test_seeded_state_stays_small(flights: Flights) -> None:
     assert len(flights.state.model_dump_json()) < 80_000
 
@@ -79,8 +64,8 @@ def test_seeded_state_stays_small(flights: Flights) -> None:
 # --- reads --------------------------------------------------------------------------------
 def test_search_flights_finds_the_route_on_that_date(flights: Flights) -> None:
     route = busiest_route(flights)
-    found = data(flights.call("search_flights", {**route,
-                                                 "origin_city": route["origin_city"].lower()}))
+    found = call_ok(flights, "search_flights",
+                    **{**route, "origin_city": route["origin_city"].lower()})
     assert len(found) >= 2
     assert [f["departure"] for f in found] == sorted(f["departure"] for f in found)
     for f in found:
@@ -90,38 +75,39 @@ def test_search_flights_finds_the_route_on_that_date(flights: Flights) -> None:
 
 
 def test_search_flights_unknown_city_is_404_with_did_you_mean(flights: Flights) -> None:
-    message = failure(flights.call("search_flights", {
-        "origin_city": "Parsi", "destination_city": "Rome", "date": "2026-03-20"}), 404)
-    assert "Did you mean 'Paris'" in message
-    failure(flights.call("search_flights", {
-        "origin_city": "Rome", "destination_city": "rome", "date": "2026-03-20"}), 400)
-    failure(flights.call("search_flights", {
-        "origin_city": "Rome", "destination_city": "Paris", "date": "20 March"}), 400)
+    err = call_error(flights, "search_flights", origin_city="Parsi", destination_city="Rome",
+                     date="2026-03-20")
+    assert err["code"] == 404 and "Did you mean 'Paris'" in err["message"]
+    assert call_error(flights, "search_flights", origin_city="Rome", destination_city="rome",
+                      date="2026-03-20")["code"] == 400
+    assert call_error(flights, "search_flights", origin_city="Rome", destination_city="Paris",
+                      date="20 March")["code"] == 400
 
 
 def test_cheapest_flight_has_seats_and_lowest_price(flights: Flights) -> None:
     route = busiest_route(flights)
-    cheapest = data(flights.call("cheapest_flight", route))
-    candidates = [f for f in data(flights.call("search_flights", route)) if f["seats_left"] > 0]
+    cheapest = call_ok(flights, "cheapest_flight", **route)
+    candidates = [f for f in call_ok(flights, "search_flights", **route) if f["seats_left"] > 0]
     assert cheapest["seats_left"] > 0
     assert cheapest["price"] == min(f["price"] for f in candidates)
 
 
 def test_cheapest_flight_is_404_when_nothing_flies(flights: Flights) -> None:
     route = busiest_route(flights)
-    failure(flights.call("cheapest_flight", {**route, "date": flights.world.date(60)}), 404)
+    assert call_error(flights, "cheapest_flight",
+                      **{**route, "date": flights.world.date(60)})["code"] == 404
     for f in flights.state.flights.values():
         f.seats_left = 0
-    failure(flights.call("cheapest_flight", route), 404)
+    assert call_error(flights, "cheapest_flight", **route)["code"] == 404
 
 
 def test_get_flight(flights: Flights) -> None:
     flight = open_flight(flights)
-    assert data(flights.call("get_flight", {"flight_number": flight.number}))["departure"] == \
+    assert call_ok(flights, "get_flight", flight_number=flight.number)["departure"] == \
         flight.departure
-    assert "Did you mean" in failure(flights.call("get_flight",
-                                                  {"flight_number": flight.number + "9"}), 404)
-    failure(flights.call("get_flight", {"flight_number": "flight one"}), 400)
+    err = call_error(flights, "get_flight", flight_number=flight.number + "9")
+    assert err["code"] == 404 and "Did you mean" in err["message"]
+    assert call_error(flights, "get_flight", flight_number="flight one")["code"] == 400
 
 
 def test_reads_do_not_change_state(flights: Flights) -> None:
@@ -131,7 +117,7 @@ def test_reads_do_not_change_state(flights: Flights) -> None:
     for name, args in [("search_flights", route), ("cheapest_flight", route),
                        ("get_flight", {"flight_number": open_flight(flights).number}),
                        ("get_booking", {"reference": ref}), ("list_bookings", {})]:
-        data(flights.call(name, args))
+        call_ok(flights, name, **args)
     assert flights.state.digest() == before
 
 
@@ -139,7 +125,7 @@ def test_reads_do_not_change_state(flights: Flights) -> None:
 def test_book_flight_takes_a_seat_and_is_deterministic(flights: Flights) -> None:
     flight = open_flight(flights)
     seats, before = flight.seats_left, flights.state.digest()
-    booking = data(flights.call("book_flight", {"flight_number": flight.number, **PASSENGER}))
+    booking = call_ok(flights, "book_flight", flight_number=flight.number, **PASSENGER)
     assert re.fullmatch(r"[A-Z0-9]{6}", booking["reference"])
     assert booking["reference"] not in Flights(World(0)).state.bookings
     assert booking["status"] == "confirmed" and booking["price"] == flight.price
@@ -147,42 +133,43 @@ def test_book_flight_takes_a_seat_and_is_deterministic(flights: Flights) -> None
     assert flights.state.flights[flight.number].seats_left == seats - 1
     assert flights.state.digest() != before
     again = Flights(World(0))
-    assert data(again.call("book_flight", {"flight_number": flight.number, **PASSENGER})) == booking
-    assert data(flights.call("get_booking", {"reference": booking["reference"]})) == booking
-    assert booking in data(flights.call("list_bookings", {}))
+    assert call_ok(again, "book_flight", flight_number=flight.number, **PASSENGER) == booking
+    assert call_ok(flights, "get_booking", reference=booking["reference"]) == booking
+    assert booking in call_ok(flights, "list_bookings")
 
 
 def test_book_flight_conflicts(flights: Flights) -> None:
     full = next(f for f in flights.state.flights.values() if f.seats_left == 0)
     before = flights.state.digest()
-    assert "full" in failure(flights.call("book_flight",
-                                          {"flight_number": full.number, **PASSENGER}), 409)
+    err = call_error(flights, "book_flight", flight_number=full.number, **PASSENGER)
+    assert err["code"] == 409 and "full" in err["message"]
     assert flights.state.digest() == before
     flight = open_flight(flights)
-    data(flights.call("book_flight", {"flight_number": flight.number, **PASSENGER}))
-    failure(flights.call("book_flight", {"flight_number": flight.number, **PASSENGER}), 409)
-    failure(flights.call("book_flight", {"flight_number": "ZZ9999", **PASSENGER}), 404)
-    failure(flights.call("book_flight", {"flight_number": flight.number, "passenger": "Ada",
-                                         "passenger_email": "not-an-email"}), 400)
+    call_ok(flights, "book_flight", flight_number=flight.number, **PASSENGER)
+    assert call_error(flights, "book_flight", flight_number=flight.number,
+                      **PASSENGER)["code"] == 409
+    assert call_error(flights, "book_flight", flight_number="ZZ9999", **PASSENGER)["code"] == 404
+    assert call_error(flights, "book_flight", flight_number=flight.number, passenger="Ada",
+                      passenger_email="not-an-email")["code"] == 400
 
 
 def test_cancel_booking_releases_the_seat(flights: Flights) -> None:
     ref, booking = next(iter(flights.state.bookings.items()))
     seats = flights.state.flights[booking.flight_number].seats_left
-    assert data(flights.call("cancel_booking", {"reference": ref}))["status"] == "cancelled"
+    assert call_ok(flights, "cancel_booking", reference=ref)["status"] == "cancelled"
     assert flights.state.flights[booking.flight_number].seats_left == seats + 1
     before = flights.state.digest()
-    failure(flights.call("cancel_booking", {"reference": ref}), 409)
+    assert call_error(flights, "cancel_booking", reference=ref)["code"] == 409
     assert flights.state.digest() == before
-    assert "Did you mean" in failure(flights.call("cancel_booking",
-                                                  {"reference": ref[:5] + "Q"}), 404)
-    failure(flights.call("cancel_booking", {"reference": "abc"}), 400)
+    err = call_error(flights, "cancel_booking", reference=ref[:5] + "Q")
+    assert err["code"] == 404 and "Did you mean" in err["message"]
+    assert call_error(flights, "cancel_booking", reference="abc")["code"] == 400
 
 
 def test_writes_on_a_shared_seed_do_not_leak() -> None:
     world = World(0)
     first, second = Flights.create(world), Flights.create(world)
-    data(first.call("book_flight", {"flight_number": open_flight(first).number, **PASSENGER}))
+    call_ok(first, "book_flight", flight_number=open_flight(first).number, **PASSENGER)
     assert second.state.digest() == Flights(world).state.digest()
 
 
@@ -194,15 +181,5 @@ def test_tools_and_read_only_flags() -> None:
     assert all(s.description for s in specs.values())
 
 
-def test_every_phrase_names_each_required_parameter() -> None:
-    for spec in Flights.tool_specs().values():
-        assert spec.phrase, spec.name
-        placeholders = set(re.findall(r"\{(\w+)\}", spec.phrase))
-        assert set(spec.parameters.get("required", [])) <= placeholders, spec.name
-        assert placeholders <= set(spec.parameters["properties"]), spec.name
-
-
-def test_every_parameter_has_an_interface() -> None:
-    for spec in Flights.tool_specs().values():
-        tagged = {slot.path[0] for slot in spec.inputs}
-        assert set(spec.parameters["properties"]) == tagged, spec.name
+def test_flights_passes_the_service_checker() -> None:
+    check_service(Flights, free_text=[])

@@ -7,28 +7,18 @@ import re
 import pytest
 
 from compoenv import World
+from compoenv.testing import call_error, call_ok, check_service
 from envs_library.commerce.shop import Shop
 
 READS = {"search_products", "get_product", "find_product", "cheapest_in_category",
          "list_orders", "get_order"}
 WRITES = {"place_order", "cancel_order"}
-PLAIN_PARAMS = {("search_products", "query"), ("list_orders", "status")}
+FREE_TEXT = ["search_products.query", "list_orders.status"]
 
 
 @pytest.fixture
 def shop() -> Shop:
     return Shop(World(0))
-
-
-def data(result: dict) -> object:
-    assert result["success"], result
-    return result["data"]
-
-
-def failure(result: dict, code: int) -> str:
-    assert not result["success"], result
-    assert result["error"]["code"] == code, result
-    return result["error"]["message"]
 
 
 def in_stock(shop: Shop):
@@ -53,11 +43,6 @@ def test_seed_has_products_and_past_orders_of_the_user(shop: Shop) -> None:
     assert any(o.status == "shipped" or o.status == "delivered" for o in shop.state.orders.values())
 
 
-def test_same_seed_same_state_different_seed_different_state() -> None:
-    assert Shop(World(0)).state.digest() == Shop(World(0)).state.digest()
-    assert Shop(World(0)).state.digest() != Shop(World(1)).state.digest()
-
-
 def test_seeded_state_stays_small(shop: Shop) -> None:
     assert len(shop.state.model_dump_json()) < 60_000
 
@@ -65,31 +50,31 @@ def test_seeded_state_stays_small(shop: Shop) -> None:
 # --- reads --------------------------------------------------------------------------------
 def test_search_products_matches_name_and_category(shop: Shop) -> None:
     product = next(iter(shop.state.products.values()))
-    found = data(shop.call("search_products", {"query": product.name.lower()}))
+    found = call_ok(shop, "search_products", query=product.name.lower())
     assert product.id in [p["id"] for p in found]
-    by_category = data(shop.call("search_products", {"query": product.category}))
+    by_category = call_ok(shop, "search_products", query=product.category)
     assert by_category and all(p["category"] == product.category or product.category
                                in p["name"].lower() for p in by_category)
-    assert data(shop.call("search_products", {"query": "zzz nothing"})) == []
+    assert call_ok(shop, "search_products", query="zzz nothing") == []
 
 
 def test_get_product_and_find_product(shop: Shop) -> None:
     product = shop.state.products["P-0003"]
-    assert data(shop.call("get_product", {"product_id": "P-0003"}))["name"] == product.name
-    assert data(shop.call("find_product", {"name": product.name.upper()}))["id"] == "P-0003"
+    assert call_ok(shop, "get_product", product_id="P-0003")["name"] == product.name
+    assert call_ok(shop, "find_product", name=product.name.upper())["id"] == "P-0003"
 
 
 def test_unknown_product_is_404_with_did_you_mean(shop: Shop) -> None:
-    assert "Did you mean 'P-0003'" in failure(shop.call("get_product", {"product_id": "P-00003"}),
-                                              404)
+    err = call_error(shop, "get_product", product_id="P-00003")
+    assert err["code"] == 404 and "Did you mean 'P-0003'" in err["message"]
     name = shop.state.products["P-0003"].name
-    message = failure(shop.call("find_product", {"name": name[:-1]}), 404)
-    assert f"Did you mean {name!r}" in message
+    err = call_error(shop, "find_product", name=name[:-1])
+    assert err["code"] == 404 and f"Did you mean {name!r}" in err["message"]
 
 
 def test_cheapest_in_category_is_the_cheapest_in_stock(shop: Shop) -> None:
     category = shop.state.products["P-0001"].category
-    cheapest = data(shop.call("cheapest_in_category", {"category": category.upper()}))
+    cheapest = call_ok(shop, "cheapest_in_category", category=category.upper())
     candidates = [p for p in shop.state.products.values()
                   if p.category == category and p.stock > 0]
     assert cheapest["price"] == min(p.price for p in candidates)
@@ -98,25 +83,26 @@ def test_cheapest_in_category_is_the_cheapest_in_stock(shop: Shop) -> None:
 
 def test_cheapest_in_category_404_and_409(shop: Shop) -> None:
     category = shop.state.products["P-0001"].category
-    assert "Did you mean" in failure(shop.call("cheapest_in_category",
-                                               {"category": category + "s"}), 404)
+    err = call_error(shop, "cheapest_in_category", category=category + "s")
+    assert err["code"] == 404 and "Did you mean" in err["message"]
     for p in shop.state.products.values():
         if p.category == category:
             p.stock = 0
-    failure(shop.call("cheapest_in_category", {"category": category}), 409)
+    assert call_error(shop, "cheapest_in_category", category=category)["code"] == 409
 
 
 def test_list_orders_filters_by_status(shop: Shop) -> None:
-    everything = data(shop.call("list_orders", {}))
+    everything = call_ok(shop, "list_orders")
     assert [o["id"] for o in everything] == list(shop.state.orders)
-    delivered = data(shop.call("list_orders", {"status": "delivered"}))
+    delivered = call_ok(shop, "list_orders", status="delivered")
     assert delivered and all(o["status"] == "delivered" for o in delivered)
-    failure(shop.call("list_orders", {"status": "lost"}), 400)
+    assert call_error(shop, "list_orders", status="lost")["code"] == 400
 
 
 def test_get_order(shop: Shop) -> None:
-    assert data(shop.call("get_order", {"order_id": "ORD-0001"}))["id"] == "ORD-0001"
-    assert "Did you mean" in failure(shop.call("get_order", {"order_id": "ORD-00001"}), 404)
+    assert call_ok(shop, "get_order", order_id="ORD-0001")["id"] == "ORD-0001"
+    err = call_error(shop, "get_order", order_id="ORD-00001")
+    assert err["code"] == 404 and "Did you mean" in err["message"]
 
 
 def test_reads_do_not_change_state(shop: Shop) -> None:
@@ -127,7 +113,7 @@ def test_reads_do_not_change_state(shop: Shop) -> None:
                        ("find_product", {"name": product.name}),
                        ("cheapest_in_category", {"category": product.category}),
                        ("list_orders", {}), ("get_order", {"order_id": "ORD-0001"})]:
-        data(shop.call(name, args))
+        call_ok(shop, name, **args)
     assert shop.state.digest() == before
 
 
@@ -135,7 +121,7 @@ def test_reads_do_not_change_state(shop: Shop) -> None:
 def test_place_order_ships_to_the_user_and_takes_stock(shop: Shop) -> None:
     product = in_stock(shop)
     stock, before = product.stock, shop.state.digest()
-    order = data(shop.call("place_order", {"product_id": product.id, "quantity": 1}))
+    order = call_ok(shop, "place_order", product_id=product.id, quantity=1)
     assert order["id"] == f"ORD-{len(shop.state.orders):04d}"
     assert order["status"] == "placed" and order["placed"] == shop.world.date(0)
     assert order["total"] == product.price and order["product_name"] == product.name
@@ -148,16 +134,15 @@ def test_place_order_ships_to_the_user_and_takes_stock(shop: Shop) -> None:
 
 def test_place_order_total_is_price_times_quantity(shop: Shop) -> None:
     product = next(p for p in shop.state.products.values() if p.stock >= 3)
-    order = data(shop.call("place_order", {"product_id": product.id, "quantity": 3}))
+    order = call_ok(shop, "place_order", product_id=product.id, quantity=3)
     assert order["total"] == round(product.price * 3, 2)
 
 
 def test_place_order_out_of_stock_is_409_and_changes_nothing(shop: Shop) -> None:
     product = in_stock(shop)
     before = shop.state.digest()
-    message = failure(shop.call("place_order", {"product_id": product.id,
-                                                "quantity": product.stock + 1}), 409)
-    assert "in stock" in message
+    err = call_error(shop, "place_order", product_id=product.id, quantity=product.stock + 1)
+    assert err["code"] == 409 and "in stock" in err["message"]
     assert shop.state.digest() == before
 
 
@@ -165,28 +150,28 @@ def test_place_order_rejects_bad_arguments(shop: Shop) -> None:
     for args in [{"product_id": "P-0001", "quantity": 0}, {"product_id": "P-0001", "quantity": "x"},
                  {"product_id": "shoes", "quantity": 1}, {"product_id": "P-0001"},
                  {"product_id": "P-0001", "quantity": 1, "coupon": "FREE"}]:
-        failure(shop.call("place_order", args), 400)
-    failure(shop.call("place_order", {"product_id": "P-9999", "quantity": 1}), 404)
+        assert call_error(shop, "place_order", **args)["code"] == 400
+    assert call_error(shop, "place_order", product_id="P-9999", quantity=1)["code"] == 404
 
 
 def test_cancel_order_restocks_and_only_placed_orders_cancel(shop: Shop) -> None:
     product = in_stock(shop)
-    order = data(shop.call("place_order", {"product_id": product.id, "quantity": 1}))
+    order = call_ok(shop, "place_order", product_id=product.id, quantity=1)
     stock = shop.state.products[product.id].stock
-    assert data(shop.call("cancel_order", {"order_id": order["id"]}))["status"] == "cancelled"
+    assert call_ok(shop, "cancel_order", order_id=order["id"])["status"] == "cancelled"
     assert shop.state.products[product.id].stock == stock + 1
-    failure(shop.call("cancel_order", {"order_id": order["id"]}), 409)
+    assert call_error(shop, "cancel_order", order_id=order["id"])["code"] == 409
     shipped = next(o for o in shop.state.orders.values() if o.status in ("shipped", "delivered"))
     before = shop.state.digest()
-    failure(shop.call("cancel_order", {"order_id": shipped.id}), 409)
+    assert call_error(shop, "cancel_order", order_id=shipped.id)["code"] == 409
     assert shop.state.digest() == before
-    failure(shop.call("cancel_order", {"order_id": "ORD-9999"}), 404)
+    assert call_error(shop, "cancel_order", order_id="ORD-9999")["code"] == 404
 
 
 def test_writes_on_a_shared_seed_do_not_leak() -> None:
     world = World(0)
     first, second = Shop.create(world), Shop.create(world)
-    data(first.call("place_order", {"product_id": in_stock(first).id, "quantity": 1}))
+    call_ok(first, "place_order", product_id=in_stock(first).id, quantity=1)
     assert second.state.digest() == Shop(world).state.digest()
 
 
@@ -198,16 +183,5 @@ def test_tools_and_read_only_flags() -> None:
     assert all(s.description for s in specs.values())
 
 
-def test_every_phrase_names_each_required_parameter() -> None:
-    for spec in Shop.tool_specs().values():
-        assert spec.phrase, spec.name
-        placeholders = set(re.findall(r"\{(\w+)\}", spec.phrase))
-        assert set(spec.parameters.get("required", [])) <= placeholders, spec.name
-        assert placeholders <= set(spec.parameters["properties"]), spec.name
-
-
-def test_every_non_free_text_parameter_has_an_interface() -> None:
-    for spec in Shop.tool_specs().values():
-        tagged = {slot.path[0] for slot in spec.inputs}
-        for param in spec.parameters["properties"]:
-            assert param in tagged or (spec.name, param) in PLAIN_PARAMS, (spec.name, param)
+def test_shop_passes_the_service_checker() -> None:
+    check_service(Shop, free_text=FREE_TEXT)

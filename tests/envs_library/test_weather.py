@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from compoenv import World
+from compoenv.testing import call_error, call_ok, check_service
 from envs_library.travel.hotels import Hotels
 from envs_library.travel.weather import Weather
 
@@ -22,25 +22,13 @@ def weather() -> Weather:
     return Weather(World(0))
 
 
-def data(result: dict) -> object:
-    assert result["success"], result
-    return result["data"]
-
-
-def failure(result: dict, code: int) -> str:
-    assert not result["success"], result
-    assert result["error"]["code"] == code, result
-    return result["error"]["message"]
-
-
 def forecasts(weather: Weather) -> list[dict]:
-    return [data(weather.call("get_forecast", {"city": c.name, "date": weather.world.date(d)}))
+    return [call_ok(weather, "get_forecast", city=c.name, date=weather.world.date(d))
             for c in weather.world.cities for d in range(15)]
 
 
 def test_forecast_is_a_plausible_report_around_the_base_temperature(weather: Weather) -> None:
-    report = data(weather.call("get_forecast", {"city": "lisbon",
-                                                "date": weather.world.date(2)}))
+    report = call_ok(weather, "get_forecast", city="lisbon", date=weather.world.date(2))
     assert report["city"] == "Lisbon" and report["date"] == weather.world.date(2)
     for r in forecasts(weather):
         base = weather.world.city(r["city"]).base_temp
@@ -71,50 +59,50 @@ def test_forecasts_are_the_same_in_every_process() -> None:
 def test_forecasts_do_not_depend_on_call_order() -> None:
     a, b = Weather(World(3)), Weather(World(3))
     date = a.world.date(4)
-    data(a.call("get_forecast", {"city": "Rome", "date": date}))
-    assert data(a.call("get_forecast", {"city": "Oslo", "date": date})) == \
-        data(b.call("get_forecast", {"city": "Oslo", "date": date}))
+    call_ok(a, "get_forecast", city="Rome", date=date)
+    assert call_ok(a, "get_forecast", city="Oslo", date=date) == \
+        call_ok(b, "get_forecast", city="Oslo", date=date)
 
 
 def test_unknown_city_is_404_with_did_you_mean(weather: Weather) -> None:
-    message = failure(weather.call("get_forecast", {"city": "Stokholm",
-                                                    "date": weather.world.date(0)}), 404)
-    assert "Did you mean 'Stockholm'" in message
+    err = call_error(weather, "get_forecast", city="Stokholm", date=weather.world.date(0))
+    assert err["code"] == 404 and "Did you mean 'Stockholm'" in err["message"]
 
 
 @pytest.mark.parametrize("days", [-1, 15, 400])
 def test_dates_outside_the_forecast_window_are_422(weather: Weather, days: int) -> None:
-    message = failure(weather.call("get_forecast", {"city": "Rome",
-                                                    "date": weather.world.date(days)}), 422)
-    assert weather.world.date(0) in message and weather.world.date(14) in message
+    err = call_error(weather, "get_forecast", city="Rome", date=weather.world.date(days))
+    assert err["code"] == 422
+    assert weather.world.date(0) in err["message"] and weather.world.date(14) in err["message"]
 
 
 def test_bad_arguments_are_400(weather: Weather) -> None:
-    failure(weather.call("get_forecast", {"city": "Rome", "date": "tomorrow"}), 400)
-    failure(weather.call("get_forecast", {"city": "Rome"}), 400)
-    failure(weather.call("warmest_city", {"cities": [], "date": weather.world.date(1)}), 400)
-    failure(weather.call("warmest_city", {"cities": "Rome", "date": weather.world.date(1)}), 400)
-    failure(weather.call("will_it_rain", {"city": "", "date": weather.world.date(1)}), 400)
+    assert call_error(weather, "get_forecast", city="Rome", date="tomorrow")["code"] == 400
+    assert call_error(weather, "get_forecast", city="Rome")["code"] == 400
+    assert call_error(weather, "warmest_city", cities=[], date=weather.world.date(1))["code"] == 400
+    assert call_error(weather, "warmest_city", cities="Rome",
+                      date=weather.world.date(1))["code"] == 400
+    assert call_error(weather, "will_it_rain", city="", date=weather.world.date(1))["code"] == 400
 
 
 def test_warmest_city_picks_the_highest_high(weather: Weather) -> None:
     date = weather.world.date(3)
     cities = ["Oslo", "Singapore", "Montreal", "Berlin"]
-    warmest = data(weather.call("warmest_city", {"cities": cities, "date": date}))
-    highs = {c: data(weather.call("get_forecast", {"city": c, "date": date}))["high"]
+    warmest = call_ok(weather, "warmest_city", cities=cities, date=date)
+    highs = {c: call_ok(weather, "get_forecast", city=c, date=date)["high"]
              for c in cities}
     assert warmest["high"] == max(highs.values())
     assert warmest["city"] == max(highs, key=highs.__getitem__)
-    assert "Did you mean" in failure(weather.call("warmest_city",
-                                                  {"cities": ["Oslo", "Romee"], "date": date}), 404)
+    err = call_error(weather, "warmest_city", cities=["Oslo", "Romee"], date=date)
+    assert err["code"] == 404 and "Did you mean" in err["message"]
 
 
 def test_will_it_rain_agrees_with_the_forecast(weather: Weather) -> None:
     answers = set()
     for c in weather.world.cities:
         date = weather.world.date(5)
-        report = data(weather.call("get_forecast", {"city": c.name, "date": date}))
-        rain = data(weather.call("will_it_rain", {"city": c.name, "date": date}))
+        report = call_ok(weather, "get_forecast", city=c.name, date=date)
+        rain = call_ok(weather, "will_it_rain", city=c.name, date=date)
         assert rain is (report["condition"] in ("rain", "storm"))
         answers.add(rain)
     assert answers == {True, False}
@@ -130,7 +118,7 @@ def test_every_hotel_city_has_a_forecast() -> None:
     world = World(0)
     weather = Weather(world)
     for city in {h.city for h in Hotels(world).state.hotels.values()}:
-        data(weather.call("get_forecast", {"city": city, "date": world.date(1)}))
+        call_ok(weather, "get_forecast", city=city, date=world.date(1))
 
 
 # --- contract -----------------------------------------------------------------------------
@@ -140,17 +128,10 @@ def test_every_tool_is_read_only() -> None:
     assert all(s.read_only and s.description for s in specs.values())
 
 
-def test_every_phrase_names_each_required_parameter() -> None:
-    for spec in Weather.tool_specs().values():
-        assert spec.phrase, spec.name
-        placeholders = set(re.findall(r"\{(\w+)\}", spec.phrase))
-        assert set(spec.parameters.get("required", [])) <= placeholders, spec.name
-        assert placeholders <= set(spec.parameters["properties"]), spec.name
+def test_weather_passes_the_service_checker() -> None:
+    check_service(Weather, free_text=[])
 
 
-def test_every_parameter_has_an_interface() -> None:
-    for spec in Weather.tool_specs().values():
-        tagged = {slot.path[0] for slot in spec.inputs}
-        assert set(spec.parameters["properties"]) == tagged, spec.name
+def test_forecast_outputs_carry_interfaces() -> None:
     outputs = {s.interface for s in Weather.tool_specs()["get_forecast"].outputs}
     assert {"WeatherReport", "City", "Date", "Temperature"} <= outputs

@@ -1,0 +1,155 @@
+"""Composer: verified multi-service tasks, reproducible from their seed, with sound rubrics."""
+
+from __future__ import annotations
+
+import pytest
+
+from compoenv.compose import Composer, ComposerConfig, Rejected, replay, verify_task
+from compoenv.compose.verify import verify_walk
+from compoenv.compose.walk import Binding, Step, Walk
+from compoenv.registry import Registry
+from compoenv.task import AnswerCriterion, Call, StateCriterion
+
+
+def test_generated_tasks_are_verified_multi_service_2_to_4_hops(tasks50):
+    assert len(tasks50) == 50 and len({t.id for t in tasks50}) == 50
+    for t in tasks50:
+        assert 2 <= t.hops <= 4 and len(t.services) >= 2 and t.hops == len(t.solution)
+        assert t.id == t.content_hash()
+        assert replay(t).score == 1.0
+        empty = replay(t, calls=False)
+        assert not any(c.passed for c in empty.criteria if c.required)
+
+
+def test_every_task_needs_a_write_or_a_report(tasks50):
+    for t in tasks50:
+        kinds = {c.kind for c in t.rubric if c.required}
+        assert kinds & {"state", "answer"}, t.id
+        assert ("report" in t.capabilities) == bool(t.answer)
+
+
+def test_answers_and_intermediate_values_do_not_leak_into_instructions(tasks50):
+    for t in tasks50:
+        for value in t.answer:
+            assert value.casefold() not in t.instruction.casefold()
+
+
+def test_regeneration_from_seed_is_identical(tasks50):
+    composer = Composer()
+    for t in tasks50[:10]:
+        assert composer.compose(t.seed) == t
+
+
+def test_different_seeds_give_different_tasks():
+    composer = Composer()
+    assert composer.sample(1).id != composer.sample(2).id
+
+
+def test_generation_is_reproducible_across_composer_instances():
+    a = [t.id for t in Composer().generate(8, seed=3)]
+    b = [t.id for t in Composer().generate(8, seed=3)]
+    assert a == b
+
+
+def test_min_services_and_hops_controls_are_respected():
+    config = ComposerConfig(min_hops=3, max_hops=4, min_services=3)
+    for t in Composer(config=config).generate(10, seed=5):
+        assert 3 <= t.hops <= 4 and len(t.services) >= 3
+
+
+def test_services_control_restricts_walks():
+    allowed = ("contacts", "email", "calendar")
+    for t in Composer(config=ComposerConfig(services=allowed)).generate(8, seed=2):
+        assert set(t.services) <= set(allowed)
+
+
+@pytest.mark.parametrize("kwargs", [{"min_hops": 0}, {"min_hops": 3, "max_hops": 2},
+                                    {"min_services": 5, "max_hops": 4}])
+def test_bad_composer_config_is_rejected(kwargs):
+    with pytest.raises(ValueError):
+        ComposerConfig(**kwargs)
+
+
+def test_rejections_are_counted_by_reason():
+    composer = Composer()
+    list(composer.generate(10, seed=0))
+    assert composer.rejections and all(isinstance(k, str) for k in composer.rejections)
+
+
+def test_verifier_rejects_a_trivially_solvable_task(task):
+    first = next(c for c in task.rubric if c.required)
+    service = task.services[0]
+    collection = next(iter(Registry.default().get(service).State.model_fields))
+    always = StateCriterion(id="cx", description="no record 'nope'", service=service,
+                            collection=collection, key="nope", exists=False)
+    trivial = task.model_copy(update={"rubric": [*task.rubric, always]})
+    with pytest.raises(Rejected) as info:
+        verify_task(trivial)
+    assert info.value.reason == "trivial"
+    assert first.required
+
+
+def test_verifier_rejects_a_leaked_answer(tasks50):
+    t = next(t for t in tasks50 if t.answer)
+    leaked = t.model_copy(update={"instruction": t.instruction + f" (hint: {t.answer[0]})"})
+    with pytest.raises(Rejected) as info:
+        verify_task(leaked)
+    assert info.value.reason == "leak"
+
+
+def test_verifier_rejects_a_task_whose_oracle_fails(tasks50):
+    t = next(t for t in tasks50 if any(c.kind == "state" for c in t.rubric))
+    broken = t.model_copy(update={"solution": t.solution[:-1]})
+    with pytest.raises(Rejected) as info:
+        verify_task(broken)
+    assert info.value.reason == "oracle_fails"
+
+
+def test_verifier_rejects_a_task_without_required_criteria(task):
+    soft = task.model_copy(update={"rubric": [c.model_copy(update={"required": False})
+                                              for c in task.rubric]})
+    with pytest.raises(Rejected) as info:
+        verify_task(soft)
+    assert info.value.reason == "no_required"
+
+
+def test_walk_verifier_rejects_intermediate_leak_and_ambiguous_grounding(task):
+    registry = Registry.default()
+    spec = registry.spec("contacts__find_contact")
+    nxt = registry.spec("email__list_messages_from")
+    walk = Walk([Step(spec, [Binding("name", "Ada Lovelace", interface="PersonName")],
+                      {"email": "ada@example.com"}),
+                 Step(nxt, [Binding("sender", "ada@example.com", 0, ("email",), "EmailAddress")],
+                      [])])
+    leaky = task.model_copy(update={"instruction": "Write to ada@example.com"})
+    with pytest.raises(Rejected) as info:
+        verify_walk(walk, leaky)
+    assert info.value.reason == "leak"
+    walk.steps[0].result = [{"email": "a@x.com"}, {"email": "b@x.com"}]
+    walk.steps[1].bindings[0] = Binding("sender", "a@x.com", 0, ("*", "email"), "EmailAddress")
+    with pytest.raises(Rejected) as info:
+        verify_walk(walk, task.model_copy(update={"instruction": "x"}))
+    assert info.value.reason == "ambiguous_grounding"
+
+
+def test_a_wrong_argument_in_the_solution_fails_a_criterion(tasks50):
+    checked = 0
+    for t in tasks50:
+        last = t.solution[-1]
+        if not any(c.kind == "state" for c in t.rubric):
+            continue
+        key, value = next((k, v) for k, v in last.arguments.items() if isinstance(v, str))
+        wrong = [*t.solution[:-1], Call(name=last.name, arguments={**last.arguments,
+                                                                   key: value + "x"})]
+        result = replay(t.model_copy(update={"solution": wrong}))
+        assert result.score < 1.0, t.id
+        checked += 1
+    assert checked >= 5
+
+
+def test_state_criteria_match_created_records_by_value_not_generated_id(tasks50):
+    created = [c for t in tasks50 for c in t.rubric
+               if isinstance(c, StateCriterion) and c.key is None]
+    assert created
+    for c in created:
+        assert "id" not in c.match

@@ -1,0 +1,141 @@
+"""Rubric scoring and the completion-focused group reward."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compoenv.reward import Outcome, completion_focused, same_value, score_rubric
+from compoenv.session import Session
+from compoenv.task import AnswerCriterion, CallCriterion, StateCriterion, UnchangedCriterion
+from compoenv.world import World
+
+
+@pytest.mark.parametrize("expected, actual, equal", [
+    ("Paris", " paris. ", True), (12.5, "12.50", True), (12.5, 12.51, False),
+    ("1,234.50", 1234.5, True), (["a@x.com", "b@x.com"], ["B@x.com", "a@x.com"], True),
+    (["a"], ["a", "b"], False), ({"city": "Oslo"}, {"city": "oslo", "x": 1}, True),
+    ({"city": "Oslo"}, {"town": "Oslo"}, False), (True, "true", False), ("open", "opened", False),
+])
+def test_same_value_normalises_case_space_numbers_and_order(expected, actual, equal):
+    assert same_value(expected, actual) is equal
+
+
+def _session() -> Session:
+    return Session.for_names(["contacts", "bank"], World.get(0))
+
+
+def test_answer_criterion_matches_numbers_and_text_in_the_final_message():
+    s = _session()
+    money = AnswerCriterion(id="a", description="", value="1234.50")
+    city = AnswerCriterion(id="b", description="", value="New York")
+    r = score_rubric([money, city], Outcome(s, "It costs $1,234.50 and is in new  york."))
+    assert r.passes == [True, True]
+    r = score_rubric([money, city], Outcome(s, "It costs 1234.6 in York."))
+    assert r.passes == [False, False]
+
+
+def test_state_call_and_unchanged_criteria_follow_the_session():
+    s = _session()
+    contact = next(iter(s.state("contacts").contacts.values()))
+    new_phone = "+1 555-123-4567"
+    state = StateCriterion(id="s", description="", service="contacts", collection="contacts",
+                           key=contact.id, match={"phone": new_phone})
+    call = CallCriterion(id="c", description="", name="contacts__update_phone",
+                         arguments={"contact_id": contact.id})
+    guard = UnchangedCriterion(id="u", description="", service="contacts",
+                               collection="contacts", except_keys=[contact.id], required=False)
+    rubric = [state, call, guard]
+    assert score_rubric(rubric, Outcome(s)).passes == [False, False, True]
+    s.call("contacts__update_phone", {"contact_id": contact.id, "phone": new_phone})
+    result = score_rubric(rubric, Outcome(s))
+    assert result.passes == [True, True, True] and result.score == 1.0 and result.binary == 1.0
+    other = [k for k in s.state("contacts").contacts if k != contact.id][0]
+    s.call("contacts__update_phone", {"contact_id": other, "phone": new_phone})
+    assert score_rubric(rubric, Outcome(s)).passes == [True, True, False]
+
+
+def test_score_is_weighted_mean_and_binary_needs_every_required_criterion():
+    s = _session()
+    a = AnswerCriterion(id="a", description="", value="yes", weight=3)
+    b = AnswerCriterion(id="b", description="", value="blue", weight=1, required=False)
+    r = score_rubric([a, b], Outcome(s, "yes"))
+    assert r.score == pytest.approx(0.75) and r.binary == 1.0
+    r = score_rubric([a, b], Outcome(s, "blue"))
+    assert r.score == pytest.approx(0.25) and r.binary == 0.0
+
+
+def test_a_broken_criterion_fails_itself_not_the_episode():
+    bad = StateCriterion(id="s", description="", service="nope", collection="x")
+    r = score_rubric([bad], Outcome(_session()))
+    assert r.passes == [False] and "criterion error" in r.criteria[0].detail
+
+
+# --- completion-focused group reward ---------------------------------------------------------
+matrices = st.integers(1, 8).flatmap(lambda k: st.lists(
+    st.lists(st.booleans(), min_size=k, max_size=k), min_size=1, max_size=8))
+
+
+def test_alpha_zero_lam_zero_is_the_plain_weighted_rubric():
+    passes = [[1, 0, 1], [0, 0, 1], [1, 1, 1]]
+    w = [2.0, 1.0, 1.0]
+    plain = [sum(wi * p for wi, p in zip(w, row)) / sum(w) for row in passes]
+    assert completion_focused(passes, w, alpha=0, lam=0) == pytest.approx(plain)
+
+
+def test_rare_criteria_weigh_more_than_common_ones():
+    passes = [[1, 0], [1, 0], [1, 0], [1, 1]]
+    r = completion_focused(passes, required=[False, False], lam=0)
+    # the rollout that also passes the rare criterion gains more than the common one gives
+    assert r[3] - r[0] > r[0]
+
+
+def test_group_of_one_all_pass_and_all_fail_are_finite():
+    # G=1: passed criteria weigh eps, the failed one 1 + eps; no completion bonus
+    assert completion_focused([[1, 0, 1]]) == pytest.approx([0.5 * 0.1 / 1.15])
+    assert completion_focused([[1, 1], [1, 1]]) == [1.0, 1.0]
+    assert completion_focused([[0, 0], [0, 0]]) == [0.0, 0.0]
+    assert completion_focused([]) == []
+
+
+def test_mismatched_rows_are_rejected():
+    with pytest.raises(ValueError, match="criterion results"):
+        completion_focused([[1, 0], [1]])
+
+
+@settings(max_examples=200, deadline=None)
+@given(matrices, st.randoms(use_true_random=False))
+def test_permuting_rollouts_permutes_rewards(passes, rnd):
+    order = list(range(len(passes)))
+    rnd.shuffle(order)
+    r = completion_focused(passes)
+    shuffled = completion_focused([passes[i] for i in order])
+    assert shuffled == pytest.approx([r[i] for i in order])
+
+
+@settings(max_examples=200, deadline=None)
+@given(matrices)
+def test_full_completion_is_always_the_group_maximum_and_rewards_are_bounded(passes):
+    r = completion_focused(passes)
+    assert all(0.0 <= x <= 1.0 and not math.isnan(x) for x in r)
+    full = [i for i, row in enumerate(passes) if all(row)]
+    if full:
+        assert max(r) == pytest.approx(r[full[0]])
+
+
+@settings(max_examples=200, deadline=None)
+@given(matrices, st.integers(0, 7))
+def test_passing_one_more_criterion_never_lowers_a_rollouts_reward(passes, j):
+    k = len(passes[0])
+    j %= k
+    row = passes[0]
+    if row[j]:
+        return
+    better = [*passes[1:], [*row[:j], True, *row[j + 1:]]]
+    worse = [*passes[1:], row]
+    # same group pass rates except criterion j; compare the changed rollout only
+    assert completion_focused(better, lam=0)[-1] >= completion_focused(worse, lam=0)[-1] - 1e-12 \
+        or sum(better[-1]) > sum(worse[-1])
