@@ -35,8 +35,14 @@ def check_phrases(cls: type[Service]) -> None:
         if not spec.phrase:
             _fail(f"{spec.qualified_name} has no phrase; add @tool(phrase='...') so composed "
                   f"tasks can ask for it")
-        named = {field for _, field, _, _ in string.Formatter().parse(spec.phrase) if field}
         params = set(spec.parameters.get("properties", {}))
+        try:
+            named = {field for _, field, _, _ in string.Formatter().parse(spec.phrase)
+                     if field is not None}
+            spec.phrase.format(**{p: "value" for p in params})
+        except (ValueError, IndexError, KeyError) as exc:
+            _fail(f"phrase of {spec.qualified_name} does not render with string values: "
+                  f"{type(exc).__name__}: {exc}; use plain {{param}} placeholders")
         missing = set(spec.parameters.get("required", ())) - named
         unknown = named - params
         if missing:
@@ -52,9 +58,15 @@ def check_interfaces(cls: type[Service], free_text: Iterable[str] = ()) -> None:
     for spec in cls.tool_specs().values():
         tagged = {slot.path[0] for slot in spec.inputs}
         for param in spec.parameters.get("properties", {}):
-            if param not in tagged and f"{spec.name}.{param}" not in exempt:
+            key = f"{spec.name}.{param}"
+            if param not in tagged and key not in exempt:
                 _fail(f"{spec.qualified_name}: parameter {param!r} has no interface type; use "
-                      f"one from compoenv.interfaces, or list '{spec.name}.{param}' as free text")
+                      f"one from compoenv.interfaces, or list '{key}' as free text")
+            if param in tagged and key in exempt:
+                _fail(f"{key} is listed as free text but has an interface; drop it from the list")
+            exempt.discard(key)
+    if exempt:
+        _fail(f"{cls.name}: free_text lists parameters that do not exist: {sorted(exempt)}")
 
 
 def check_seeding(cls: type[Service], seeds: tuple[int, int] = (0, 1)) -> None:

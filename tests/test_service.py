@@ -384,6 +384,7 @@ _service_names = st.from_regex(r"[a-z][a-z0-9]{0,10}(_[a-z0-9]{1,5}){0,2}", full
 _tool_names = st.from_regex(r"[a-z][a-z0-9_]{0,20}", fullmatch=True)
 
 
+@settings(max_examples=40, deadline=None)
 @given(_service_names, _tool_names)
 def test_qualified_name_round_trips_through_split(service, tool_name):
     assert split_qualified(qualified_name(service, tool_name)) == (service, tool_name)
@@ -514,7 +515,7 @@ _json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow
                      | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=8)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(tool_name=st.sampled_from(["get_note", "add_note", "retitle", "nope"]),
        arguments=_json | st.dictionaries(st.sampled_from(["note_id", "title", "body", "owner",
                                                           "tags", "x"]), _json, max_size=4))
