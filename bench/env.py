@@ -10,6 +10,8 @@ import argparse
 import dataclasses
 import gc
 import json
+import multiprocessing as mp
+import os
 import platform
 import resource
 import statistics
@@ -21,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from compoenv.actions import ToolCall, render_calls
-from compoenv.compose import Composer, ComposerConfig
+from compoenv.compose import Composer, ComposerConfig, Rejected, derive_seed
 from compoenv.env import CompoWorldEnv
 from compoenv.registry import Registry
 from compoenv.task import Call, Task
@@ -98,17 +100,44 @@ def action_for(call: Call) -> str:
     return render_calls([ToolCall(call.name, dict(call.arguments), "call_0")], "hermes")
 
 
+def _compose_one(job: tuple[int, int]) -> Task | None:
+    """The task of seed index ``job[1]`` from ``job[0]``, or None if rejected (worker side)."""
+    global _COMPOSER
+    if _COMPOSER is None:
+        _COMPOSER = Composer()
+    try:
+        return _COMPOSER.compose(derive_seed(*job))
+    except Rejected:
+        return None
+
+
+_COMPOSER: Composer | None = None
+
+
 def compose_pool(cfg: Config) -> tuple[list[Task], float]:
-    """``cfg.distinct_tasks`` verified tasks from ``cfg.seed`` (fewer if over the time budget)."""
+    """What ``Composer().generate(cfg.distinct_tasks, cfg.seed)`` yields, on every core (fewer
+    tasks if over the time budget)."""
     start = time.perf_counter()
     pool: list[Task] = []
-    for task in Composer().generate(cfg.distinct_tasks, seed=cfg.seed):
-        pool.append(task)
-        if len(pool) % 250 == 0:
-            log(f"composed {len(pool)} tasks in {time.perf_counter() - start:.0f} s")
-        if time.perf_counter() - start > cfg.compose_budget_s:
-            log(f"compose budget of {cfg.compose_budget_s:.0f} s spent: {len(pool)} tasks")
-            break
+    seen: set[str] = set()
+    method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+    jobs = ((cfg.seed, i) for i in range(100 * (cfg.distinct_tasks + 10)))
+    parallel = cfg.distinct_tasks >= 200 and (os.cpu_count() or 1) > 1  # else startup dominates
+    with mp.get_context(method).Pool(os.cpu_count() if parallel else 1) as workers:
+        results = workers.imap(_compose_one, jobs, 4) if parallel else map(_compose_one, jobs)
+        for task in results:
+            if task is None or task.id in seen:
+                continue
+            seen.add(task.id)
+            pool.append(task)
+            if len(pool) % 250 == 0:
+                log(f"composed {len(pool)} tasks")
+            if len(pool) == cfg.distinct_tasks:
+                break
+            if time.perf_counter() - start > cfg.compose_budget_s:
+                log(f"compose budget of {cfg.compose_budget_s:.0f} s spent: {len(pool)} tasks")
+                break
+        workers.terminate()
     return pool, time.perf_counter() - start
 
 
@@ -235,50 +264,48 @@ def measure_reset(cfg: Config) -> dict[str, float]:
             "reset_compose_ms_p90": quantile(compose_times, 0.9) * 1e3}
 
 
-def build_envs(tasks: list[Task], probe: Callable[[], float], first_calls: dict[str, str],
-               ) -> tuple[float, float]:
-    """(after reset, after one step) deltas of ``probe`` over len(tasks) live envs, in KB."""
-    envs = []
-    gc.collect()
-    base = probe()
-    for i, task in enumerate(tasks):
-        env = CompoWorldEnv(max_steps=NEVER)
-        env.reset(seed=i, options={"task": task})
-        envs.append(env)
-    gc.collect()
-    after_reset = probe()
-    for env, task in zip(envs, tasks):
-        env.step(first_calls[task.id])
-    gc.collect()
-    after_step = probe()
-    del envs
-    gc.collect()
-    return (after_reset - base) / len(tasks), (after_step - base) / len(tasks)
-
-
 def measure_memory(pool: list[Task], cfg: Config) -> dict[str, float]:
     """Memory per live env over ``cfg.envs`` envs cycling over ``pool`` (GRPO-style groups).
 
-    The one step is the first call of each task's solution (the oracle's first move; a write
-    makes the env copy its service state)."""
+    One pass under tracemalloc (automatic gc paused while building, then a full collection
+    before each reading). The RSS cross-check subtracts tracemalloc's own bookkeeping. The one
+    step is the first call of each task's solution (the oracle's first move; a write makes the
+    env copy that service's state)."""
     tasks = [pool[i % len(pool)] for i in range(cfg.envs)]
     first_calls = {t.id: action_for(t.solution[0]) for t in pool}
     registry = Registry.default()
     writes = sum(not registry.spec(t.solution[0].name).read_only for t in tasks) / len(tasks)
-    log(f"memory: {cfg.envs} envs, RSS pass")
-    rss_reset, rss_step = build_envs(tasks, rss_kb, first_calls)
-    log(f"memory: {cfg.envs} envs, tracemalloc pass")
+    gc.collect()
     tracemalloc.start()
+
+    def probe() -> tuple[float, float]:
+        gc.collect()
+        traced = tracemalloc.get_traced_memory()[0] / 1024
+        return traced, rss_kb() - tracemalloc.get_tracemalloc_memory() / 1024
+
+    base = probe()
+    envs = []
+    gc.disable()
     try:
-        traced = lambda: tracemalloc.get_traced_memory()[0] / 1024  # noqa: E731
-        kb_reset, kb_step = build_envs(tasks, traced, first_calls)
+        for i, task in enumerate(tasks):
+            env = CompoWorldEnv(max_steps=NEVER)
+            env.reset(seed=i, options={"task": task})
+            envs.append(env)
+            if (i + 1) % 2500 == 0:
+                log(f"memory: {i + 1} envs reset")
+        after_reset = probe()
+        for env, task in zip(envs, tasks):
+            env.step(first_calls[task.id])
+        after_step = probe()
     finally:
+        gc.enable()
         tracemalloc.stop()
-    return {"memory_kb_per_live_env_distinct_tasks": kb_reset,
-            "memory_kb_per_live_env_one_step": kb_step,
-            "rss_kb_per_live_env_distinct_tasks": rss_reset,
-            "rss_kb_per_live_env_one_step": rss_step,
-            "memory_live_envs": cfg.envs, "memory_distinct_tasks": len(pool),
+    n = len(envs)
+    return {"memory_kb_per_live_env_distinct_tasks": (after_reset[0] - base[0]) / n,
+            "memory_kb_per_live_env_one_step": (after_step[0] - base[0]) / n,
+            "rss_kb_per_live_env_distinct_tasks": (after_reset[1] - base[1]) / n,
+            "rss_kb_per_live_env_one_step": (after_step[1] - base[1]) / n,
+            "memory_live_envs": n, "memory_distinct_tasks": len(pool),
             "memory_one_step_write_fraction": writes}
 
 

@@ -42,6 +42,8 @@ def find_one(records: Iterable[T], value: str, key: Callable[[T], str], kind: st
     items = list(records)
     wanted = norm(value)
     hits = [item for item in items if key(item).casefold() == wanted]
+    if not hits:  # stored keys are normally clean; only then pay for normalising them
+        hits = [item for item in items if norm(key(item)) == wanted]
     if not hits:
         raise ToolError(404, did_you_mean(value, [key(item) for item in items], kind))
     if len(hits) > 1:

@@ -70,7 +70,7 @@ class Gateway:
 
     def call(self, name: str, arguments: Any) -> ToolResult:
         """Run a meta-tool; ``call_tool`` returns the inner tool's own envelope."""
-        spec = GATEWAY_TOOLS.get(name)
+        spec = GATEWAY_TOOLS.get(name) if isinstance(name, str) else None
         if spec is None:
             hint = (" In gateway mode, call service tools through call_tool."
                     if self.session.spec(str(name)) else "")

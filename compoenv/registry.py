@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import threading
+import types
 from importlib.metadata import entry_points
 from typing import Iterable, Iterator, TypeVar
 
@@ -114,8 +115,8 @@ class Registry:
                 registry = cls(_discover("envs_library"))
                 for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
                     loaded = ep.load()
-                    for svc in (_discover(loaded.__name__) if hasattr(loaded, "__path__")
-                                else [loaded]):
+                    for svc in (_discover(loaded.__name__)
+                                if isinstance(loaded, types.ModuleType) else [loaded]):
                         registry.add(svc)
                 for svc in _USER.values():
                     registry.add(svc)

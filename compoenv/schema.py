@@ -8,6 +8,7 @@ from typing import Any, Iterator
 __all__ = ["Slot", "compact_schema", "interface_slots", "extract", "brief"]
 
 _DROP = frozenset({"title"})
+_VALUES = frozenset({"default", "const", "enum", "examples"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,9 +45,17 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
                 target = defs[node["$ref"].rsplit("/", 1)[-1]]
                 merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
                 return walk(merged, depth + 1)
-            return {k: walk(v, depth + 1) if k not in ("properties",) else
-                    {pk: walk(pv, depth + 1) for pk, pv in v.items()}
-                    for k, v in node.items() if k not in _DROP and k != "$defs"}
+            out = {}
+            for k, v in node.items():
+                if k in _DROP or k == "$defs":
+                    continue
+                if k in _VALUES:  # data, not schema: copied as is
+                    out[k] = v
+                elif k == "properties":
+                    out[k] = {pk: walk(pv, depth + 1) for pk, pv in v.items()}
+                else:
+                    out[k] = walk(v, depth + 1)
+            return out
         if isinstance(node, list):
             return [walk(item, depth + 1) for item in node]
         return node

@@ -69,7 +69,12 @@ def did_you_mean(name: str, choices: Any, kind: str = "name") -> str:
     """``Unknown tool 'x'. Did you mean 'y'?``: the standard 404 message."""
     import difflib
 
-    close = difflib.get_close_matches(str(name)[:200], list(choices), n=3, cutoff=0.6)
+    choices = list(choices)
+    close = difflib.get_close_matches(str(name)[:200], choices, n=3, cutoff=0.6)
+    if not close:  # a bare tool name: match it against the part after "<service>__"
+        tails = {c.partition(SEP)[2]: c for c in choices if SEP in c}
+        close = [tails[t] for t in difflib.get_close_matches(str(name)[:200], tails, n=3,
+                                                              cutoff=0.6)]
     hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     return f"Unknown {kind} {brief(name)}.{hint}"
 
@@ -183,11 +188,12 @@ def _doc_parts(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
     args: dict[str, str] = {}
     match = re.search(r"^Args:\s*\n((?:[ \t]+.*\n?)+)", rest, re.M)
     if match:
-        current = None
+        current, indent = None, None
         for line in match.group(1).splitlines():
+            depth = len(line) - len(line.lstrip())
             head = re.match(r"^\s+(\w+)(?:\s*\(.*?\))?:\s*(.*)$", line)
-            if head and (current is None or len(line) - len(line.lstrip()) <= 8):
-                current = head.group(1)
+            if head and (indent is None or depth <= indent):
+                current, indent = head.group(1), depth
                 args[current] = head.group(2).strip()
             elif current:
                 args[current] += " " + line.strip()
@@ -208,7 +214,8 @@ def build_spec(service: str, fn: Callable[..., Any], meta: ToolMeta) -> ToolSpec
             raise TypeError(f"Tool {where}: parameter {param.name!r} has no type hint")
         default = ... if param.default is param.empty else param.default
         fields[param.name] = (hints[param.name],
-                              Field(default, description=arg_docs.get(param.name)))
+                              Field(default, description=arg_docs[param.name])
+                              if param.name in arg_docs else Field(default))
     if "return" not in hints:
         raise TypeError(f"Tool {where} has no return type hint")
     args_model = create_model(f"{service}{SEP}{name}", __config__=ConfigDict(extra="forbid"),
@@ -291,7 +298,7 @@ class Service:
 
     def call(self, tool_name: str, arguments: Any) -> ToolResult:
         """Validate, run and wrap one tool call. Never raises on bad input."""
-        spec = self.tool_specs().get(tool_name)
+        spec = self.tool_specs().get(tool_name) if isinstance(tool_name, str) else None
         if spec is None:
             return error(404, did_you_mean(qualified_name(self.name, tool_name),
                                            [s.qualified_name for s in self.tool_specs().values()],

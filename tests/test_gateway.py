@@ -170,9 +170,6 @@ def test_bad_meta_tool_arguments_are_400(gateway, name, arguments):
     assert result["success"] is False and result["error"]["code"] == 400
 
 
-@pytest.mark.xfail(strict=True, reason="Gateway.call looks the name up in GATEWAY_TOOLS before "
-                   "checking its type, so an unhashable name raises TypeError instead of "
-                   "returning an error envelope (Session.call handles this)")
 def test_non_string_meta_tool_name_gives_an_error_envelope(gateway):
     result = gateway.call(["call_tool"], {})  # type: ignore[arg-type]
     assert result["success"] is False and result["error"]["code"] == 404

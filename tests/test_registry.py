@@ -218,9 +218,6 @@ def test_entry_point_package_is_scanned_for_services(monkeypatch):
         Pager.__module__ = original
 
 
-@pytest.mark.xfail(strict=True, reason="Registry.default() scans an entry point only if it has "
-                   "__path__ (a package); a plain module entry point is passed to add() and "
-                   "fails with 'Expected a Service subclass'")
 def test_entry_point_plain_module_is_scanned_for_services(monkeypatch):
     module = types.ModuleType("fake_compoenv_module")
     Pager.__module__, original = "fake_compoenv_module", Pager.__module__

@@ -272,9 +272,6 @@ def test_parameter_without_docstring_entry_has_no_description():
     assert "description" not in props["note_id"]
 
 
-@pytest.mark.xfail(strict=True, reason="build_spec passes Field(description=None) for parameters "
-                   "missing from the docstring Args, which overrides a description given in "
-                   "Annotated[..., Field(description=...)] (the DESIGN.md example)")
 def test_annotated_field_description_survives_when_the_docstring_omits_the_argument():
     props = People.tool_specs()["lookup"].parameters["properties"]
     assert props["name"]["description"] == "Full name."
@@ -296,8 +293,6 @@ class Formats(Service):
         return day
 
 
-@pytest.mark.xfail(strict=True, reason="_doc_parts treats a continuation line indented 8 spaces "
-                   "that starts with 'Word:' as a new argument, truncating the description")
 def test_docstring_continuation_line_with_a_colon_stays_in_the_description():
     props = Formats.tool_specs()["when"].parameters["properties"]
     assert props["day"]["description"] == ("The day to use. Format: YYYY-MM-DD, in the user's "
@@ -501,9 +496,6 @@ def test_not_implemented_becomes_a_500_pointing_at_the_world_model(world):
     assert quiet.startswith("faulty__unfinished_quietly is not implemented (")
 
 
-@pytest.mark.xfail(strict=True, reason="Service.call looks the name up in a dict before checking "
-                   "its type, so an unhashable tool name raises TypeError instead of returning a "
-                   "404 envelope ('never raises on bad input')")
 def test_call_with_an_unhashable_tool_name_returns_an_error_envelope(notes):
     result = notes.call(["get_note"], {})  # type: ignore[arg-type]
     assert result["success"] is False and result["error"]["code"] == 404
