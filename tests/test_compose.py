@@ -8,7 +8,7 @@ from compoenv.compose import Composer, ComposerConfig, Rejected, replay, verify_
 from compoenv.compose.verify import verify_walk
 from compoenv.compose.walk import Binding, Step, Walk
 from compoenv.registry import Registry
-from compoenv.task import AnswerCriterion, Call, StateCriterion
+from compoenv.task import Call, StateCriterion
 
 
 def test_generated_tasks_are_verified_multi_service_2_to_4_hops(tasks50):
