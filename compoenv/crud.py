@@ -5,12 +5,15 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
+from pydantic import BaseModel
+
 from compoenv.service import ToolError, did_you_mean
 from compoenv.world import CityInfo, World
 
-__all__ = ["next_id", "get_or_404", "find_one", "find_city", "search", "page", "norm"]
+__all__ = ["next_id", "get_or_404", "update", "find_one", "find_city", "search", "page", "norm"]
 
 T = TypeVar("T")
+R = TypeVar("R", bound=BaseModel)
 
 
 def norm(text: Any) -> str:
@@ -31,6 +34,15 @@ def get_or_404(records: Mapping[str, T], key: str, kind: str) -> T:
         return records[key]
     except KeyError:
         raise ToolError(404, did_you_mean(key, records.keys(), kind)) from None
+
+
+def update(records: dict[str, R], key: str, /, **changes: Any) -> R:
+    """Replace ``records[key]`` by a copy with ``changes`` applied, and return the new record.
+
+    Records are immutable (shared copy-on-write between episodes), so tools change them here.
+    """
+    records[key] = new = records[key].model_copy(update=changes)
+    return new
 
 
 def find_one(records: Iterable[T], value: str, key: Callable[[T], str], kind: str) -> T:

@@ -121,9 +121,13 @@ def interface_of(annotation: Any) -> Interface | None:
 
 # --- entities -------------------------------------------------------------------------------
 class Entity(BaseModel):
-    """Base of the shared entity models; the schema of each carries ``x-interface``."""
+    """Base of the shared entity models; the schema of each carries ``x-interface``.
 
-    model_config = ConfigDict(extra="forbid")
+    Entities are immutable: a tool changes a record by replacing it
+    (``compoenv.crud.update``), which lets episodes share seeded records copy-on-write.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     @classmethod
     def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> dict[str, Any]:
@@ -159,13 +163,13 @@ class Event(Entity):
     start: DateTime
     duration_minutes: DurationMinutes
     location: City
-    attendees: list[EmailAddress] = []
+    attendees: tuple[EmailAddress, ...] = ()
 
 
 class EmailMessage(Entity):
     id: MessageId
     sender: EmailAddress
-    to: list[EmailAddress]
+    to: tuple[EmailAddress, ...]
     subject: EmailSubject
     body: Text
     sent_at: DateTime

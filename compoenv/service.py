@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import inspect
 import re
@@ -86,6 +87,27 @@ class State(BaseModel):
 
     def digest(self) -> str:
         return hashlib.sha256(self.model_dump_json().encode()).hexdigest()
+
+    def fork(self) -> State:
+        """A copy safe to write: containers are new, frozen records (entities) are shared, and
+        anything mutable is copied deeply."""
+        fields = {k: _fork(v) for k, v in self.__dict__.items()}
+        return self.model_construct(_fields_set=self.model_fields_set, **fields)
+
+
+_IMMUTABLE = (str, int, float, bool, type(None), bytes)
+
+
+def _fork(value: Any) -> Any:
+    if isinstance(value, _IMMUTABLE):
+        return value
+    if isinstance(value, BaseModel):
+        return value if value.model_config.get("frozen") else value.model_copy(deep=True)
+    if isinstance(value, dict):
+        return {k: _fork(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fork(v) for v in value]
+    return copy.deepcopy(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,7 +328,7 @@ class Service:
         try:
             kwargs = spec.validate(arguments)
             if not spec.read_only and self._shared:
-                self.state = self.state.model_copy(deep=True)
+                self.state = self.state.fork()
                 self._shared = False
             return ok(spec.dump(getattr(self, spec.method or spec.name)(**kwargs)))
         except ToolError as exc:

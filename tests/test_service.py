@@ -711,3 +711,25 @@ def test_contacts_copy_on_write_with_real_data():
     assert a.call("update_phone", {"contact_id": cid, "phone": "+1 555-123-4567"})["success"]
     assert a.state.contacts[cid].phone == "+1 555-123-4567"
     assert b.state.contacts[cid].phone == phone
+
+
+def test_a_write_shares_frozen_records_and_copies_only_what_it_changes():
+    from compoenv.registry import Registry
+
+    contacts = Registry.default().get("contacts")
+    a, b = contacts.create(World.get(3)), contacts.create(World.get(3))
+    cid, other = list(a.state.contacts)[:2]
+    assert a.call("update_phone", {"contact_id": cid, "phone": "+1 555-000-1111"})["success"]
+    assert a.state.contacts is not b.state.contacts
+    assert a.state.contacts[other] is b.state.contacts[other]
+    assert a.state.contacts[cid].phone == "+1 555-000-1111" != b.state.contacts[cid].phone
+
+
+def test_entities_are_immutable_so_shared_records_cannot_be_edited_in_place():
+    from pydantic import ValidationError
+
+    from compoenv.interfaces import Address
+
+    address = Address(street="1 Oak Street", city="Oslo", postal_code="12345", country="NO")
+    with pytest.raises(ValidationError, match="frozen"):
+        address.city = "Rome"

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from compoenv import Service, State, ToolError, tool
-from compoenv.crud import find_one, get_or_404, next_id, norm, search
+from compoenv.crud import find_one, get_or_404, next_id, norm, search, update
 from compoenv.interfaces import (
     Category, Order, OrderId, Product, ProductId, ProductName, Quantity,
 )
@@ -133,7 +133,7 @@ class Shop(Service):
             id=oid, customer_email=u.email, product_id=product.id, product_name=product.name,
             quantity=quantity, total=round(product.price * quantity, 2), currency=product.currency,
             placed=self.world.date(0), ship_to=self.world.user.address)
-        product.stock -= quantity
+        update(self.state.products, product.id, stock=product.stock - quantity)
         self.state.orders[oid] = order
         return order
 
@@ -144,7 +144,7 @@ class Shop(Service):
         if order.status != "placed":
             raise ToolError(409, f"Order {order_id} is {order.status}; only placed orders "
                                  f"can be cancelled")
-        order.status = "cancelled"
-        if order.product_id in self.state.products:
-            self.state.products[order.product_id].stock += order.quantity
+        order = update(self.state.orders, order_id, status="cancelled")
+        if (product := self.state.products.get(order.product_id)) is not None:
+            update(self.state.products, product.id, stock=product.stock + order.quantity)
         return order

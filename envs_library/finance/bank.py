@@ -7,7 +7,7 @@ from typing import Annotated, Callable
 from pydantic import Field
 
 from compoenv import Service, State, ToolError, tool
-from compoenv.crud import get_or_404, next_id, page
+from compoenv.crud import get_or_404, next_id, page, update
 from compoenv.interfaces import (
     Account, AccountId, EmailAddress, Money, PersonName, Transaction,
 )
@@ -128,6 +128,6 @@ class Bank(Service):
                          counterparty_email=recipient_email,
                          amount=-amount, currency=account.currency, date=self.world.date(0),
                          memo=memo)
-        account.balance = round(account.balance - amount, 2)
+        update(self.state.accounts, account_id, balance=round(account.balance - amount, 2))
         self.state.transactions[tx.id] = tx
         return tx

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from compoenv import Service, State, ToolError, tool
-from compoenv.crud import get_or_404, norm
+from compoenv.crud import get_or_404, norm, update
 from compoenv.interfaces import Invoice, InvoiceId, Money, OrganizationName, TransactionId
 from compoenv.service import did_you_mean
 from compoenv.world import World
@@ -107,7 +107,7 @@ class Invoices(Service):
             if other.transaction_id == transaction_id:
                 raise ToolError(409, f"Transaction {transaction_id} already paid "
                                      f"{other.invoice_id}")
-        invoice.status = "paid"
+        invoice = update(self.state.invoices, invoice_id, status="paid")
         self.state.settlements[invoice_id] = Settlement(invoice_id=invoice_id,
                                                         transaction_id=transaction_id)
         return invoice
@@ -123,6 +123,6 @@ class Invoices(Service):
         invoice = get_or_404(self.state.invoices, invoice_id, "invoice id")
         if invoice.status != "open":
             raise ToolError(409, f"Invoice {invoice_id} is {invoice.status}, not open")
-        invoice.status = "void"
+        invoice = update(self.state.invoices, invoice_id, status="void")
         self.state.settlements[invoice_id] = Settlement(invoice_id=invoice_id, void_reason=reason)
         return invoice

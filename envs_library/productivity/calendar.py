@@ -8,7 +8,7 @@ from typing import Annotated
 from pydantic import Field
 
 from compoenv import Service, State, ToolError, tool
-from compoenv.crud import get_or_404, next_id, search
+from compoenv.crud import get_or_404, next_id, search, update
 from compoenv.interfaces import City, Date, DateTime, DurationMinutes, EmailAddress, Event, EventId
 from compoenv.service import did_you_mean
 from compoenv.world import World
@@ -138,8 +138,7 @@ class Calendar(Service):
         event = get_or_404(self.state.events, event_id, "event id")
         _start(start)
         self._check_free(event.model_copy(update={"start": start}))
-        event.start = start
-        return event
+        return update(self.state.events, event_id, start=start)
 
     @tool(phrase="cancel event {event_id}")
     def cancel_event(self, event_id: EventId) -> Event:
@@ -153,8 +152,7 @@ class Calendar(Service):
         event = get_or_404(self.state.events, event_id, "event id")
         if email.lower() in (a.lower() for a in event.attendees):
             raise ToolError(409, f"{email} already attends {event_id}")
-        event.attendees.append(email)
-        return event
+        return update(self.state.events, event_id, attendees=(*event.attendees, email))
 
 
 def _clash(a: Event, b: Event) -> bool:

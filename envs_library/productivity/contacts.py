@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import Field
 
 from compoenv import Service, State, ToolError, tool
-from compoenv.crud import find_one, get_or_404, next_id, search
+from compoenv.crud import find_one, get_or_404, next_id, search, update
 from compoenv.interfaces import (
     Address, City, Contact, ContactId, EmailAddress, JobTitle, OrganizationName, PersonName,
     PhoneNumber,
@@ -72,9 +72,8 @@ class Contacts(Service):
     @tool(phrase="update the phone number of contact {contact_id} to {phone}")
     def update_phone(self, contact_id: ContactId, phone: PhoneNumber) -> Contact:
         """Change a contact's phone number."""
-        contact = get_or_404(self.state.contacts, contact_id, "contact id")
-        contact.phone = phone
-        return contact
+        get_or_404(self.state.contacts, contact_id, "contact id")
+        return update(self.state.contacts, contact_id, phone=phone)
 
     @tool(phrase="add {name} ({email}, {title} at {company}, based in {city}) to my contacts")
     def add_contact(self, name: PersonName, email: EmailAddress, company: OrganizationName,

@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import Field
 
 from compoenv import Service, State, ToolError, tool
-from compoenv.crud import get_or_404, next_id, page, search
+from compoenv.crud import get_or_404, next_id, page, search, update
 from compoenv.interfaces import EmailAddress, EmailMessage, EmailSubject, MessageId, Text
 from compoenv.service import did_you_mean
 from compoenv.world import World
@@ -156,12 +156,10 @@ class Email(Service):
         msg = get_or_404(self.state.messages, message_id, "message id")
         if msg.folder == "archive":
             raise ToolError(409, f"Message {message_id} is already archived")
-        msg.folder = "archive"
-        return msg
+        return update(self.state.messages, message_id, folder="archive")
 
     @tool(phrase="mark email {message_id} as read")
     def mark_read(self, message_id: MessageId) -> EmailMessage:
         """Mark a message as read (no change if it already is)."""
-        msg = get_or_404(self.state.messages, message_id, "message id")
-        msg.read = True
-        return msg
+        get_or_404(self.state.messages, message_id, "message id")
+        return update(self.state.messages, message_id, read=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from compoenv import Service, State, ToolError, tool
-from compoenv.crud import find_city, get_or_404
+from compoenv.crud import find_city, get_or_404, update
 from compoenv.interfaces import (
     Booking, BookingReference, City, Date, EmailAddress, Flight, FlightNumber, PersonName,
 )
@@ -121,7 +121,7 @@ class Flights(Service):
             reference=ref, flight_number=flight.number, passenger=passenger,
             passenger_email=passenger_email, departure=flight.departure, price=flight.price,
             currency=flight.currency)
-        flight.seats_left -= 1
+        update(self.state.flights, flight_number, seats_left=flight.seats_left - 1)
         self.state.bookings[ref] = booking
         return booking
 
@@ -136,9 +136,9 @@ class Flights(Service):
         booking = get_or_404(self.state.bookings, reference, "booking reference")
         if booking.status != "confirmed":
             raise ToolError(409, f"Booking {reference} is already {booking.status}")
-        booking.status = "cancelled"
-        if booking.flight_number in self.state.flights:
-            self.state.flights[booking.flight_number].seats_left += 1
+        booking = update(self.state.bookings, reference, status="cancelled")
+        if (flight := self.state.flights.get(booking.flight_number)) is not None:
+            update(self.state.flights, flight.number, seats_left=flight.seats_left + 1)
         return booking
 
     @tool(read_only=True, phrase="list my flight bookings")

@@ -8,7 +8,7 @@ from typing import Annotated
 from pydantic import Field
 
 from compoenv import Service, State, ToolError, tool
-from compoenv.crud import find_city, get_or_404, next_id
+from compoenv.crud import find_city, get_or_404, next_id, update
 from compoenv.interfaces import (
     Address, City, Date, EmailAddress, Hotel, HotelId, HotelReservation, Money, PersonName,
     ReservationId,
@@ -110,7 +110,7 @@ class Hotels(Service):
             id=rid, hotel_id=hotel.id, hotel_name=hotel.name, city=hotel.city, guest=guest,
             guest_email=guest_email, check_in=arrival.isoformat(), nights=nights,
             total=hotel.nightly_rate * nights, currency=hotel.currency)
-        hotel.rooms_left -= 1
+        update(self.state.hotels, hotel.id, rooms_left=hotel.rooms_left - 1)
         self.state.reservations[rid] = reservation
         return reservation
 
@@ -120,9 +120,9 @@ class Hotels(Service):
         reservation = get_or_404(self.state.reservations, reservation_id, "reservation id")
         if reservation.status != "confirmed":
             raise ToolError(409, f"Reservation {reservation_id} is already {reservation.status}")
-        reservation.status = "cancelled"
-        if reservation.hotel_id in self.state.hotels:
-            self.state.hotels[reservation.hotel_id].rooms_left += 1
+        reservation = update(self.state.reservations, reservation_id, status="cancelled")
+        if (hotel := self.state.hotels.get(reservation.hotel_id)) is not None:
+            update(self.state.hotels, hotel.id, rooms_left=hotel.rooms_left + 1)
         return reservation
 
     @tool(read_only=True, phrase="list my hotel reservations")

@@ -81,7 +81,7 @@ def test_latest_message_from_unknown_sender_is_404_with_suggestion(email):
 def test_send_email_adds_a_sent_message(email):
     sent = call_ok(email, "send_email", to="ada@example.com", subject="Hello", body="Hi there")
     stored = email.state.messages[sent["id"]]
-    assert stored.folder == "sent" and stored.to == ["ada@example.com"]
+    assert stored.folder == "sent" and stored.to == ("ada@example.com",)
     assert stored.sender == email.world.user.email and stored.sent_at == email.world.at(0, 9)
     assert sent["id"] == f"M-{len(email.state.messages):04d}"
 

@@ -8,6 +8,7 @@ from collections import Counter
 import pytest
 
 from compoenv import World
+from compoenv.crud import update
 from compoenv.testing import call_error, call_ok, check_service
 from envs_library.travel.flights import Flights
 
@@ -96,8 +97,8 @@ def test_cheapest_flight_is_404_when_nothing_flies(flights: Flights) -> None:
     route = busiest_route(flights)
     assert call_error(flights, "cheapest_flight",
                       **{**route, "date": flights.world.date(60)})["code"] == 404
-    for f in flights.state.flights.values():
-        f.seats_left = 0
+    for key, f in list(flights.state.flights.items()):
+        update(flights.state.flights, key, seats_left=0)
     assert call_error(flights, "cheapest_flight", **route)["code"] == 404
 
 

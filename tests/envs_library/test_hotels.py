@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from compoenv import World
+from compoenv.crud import update
 from compoenv.testing import call_error, call_ok, check_service
 from envs_library.travel.flights import Flights
 from envs_library.travel.hotels import Hotels
@@ -84,9 +85,9 @@ def test_cheapest_hotel_has_a_free_room(hotels: Hotels) -> None:
 
 
 def test_cheapest_hotel_404_when_city_is_full_or_unknown(hotels: Hotels) -> None:
-    for h in hotels.state.hotels.values():
+    for key, h in list(hotels.state.hotels.items()):
         if h.city == "Oslo":
-            h.rooms_left = 0
+            update(hotels.state.hotels, key, rooms_left=0)
     assert call_error(hotels, "cheapest_hotel", city="Oslo")["code"] == 404
     err = call_error(hotels, "cheapest_hotel", city="Olso")
     assert err["code"] == 404 and "Did you mean 'Oslo'" in err["message"]

@@ -7,6 +7,7 @@ import re
 import pytest
 
 from compoenv import World
+from compoenv.crud import update
 from compoenv.testing import call_error, call_ok, check_service
 from envs_library.commerce.shop import Shop
 
@@ -85,9 +86,9 @@ def test_cheapest_in_category_404_and_409(shop: Shop) -> None:
     category = shop.state.products["P-0001"].category
     err = call_error(shop, "cheapest_in_category", category=category + "s")
     assert err["code"] == 404 and "Did you mean" in err["message"]
-    for p in shop.state.products.values():
+    for key, p in list(shop.state.products.items()):
         if p.category == category:
-            p.stock = 0
+            update(shop.state.products, key, stock=0)
     assert call_error(shop, "cheapest_in_category", category=category)["code"] == 409
 
 
