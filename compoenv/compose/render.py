@@ -11,6 +11,8 @@ from compoenv.service import ToolSpec
 __all__ = ["render_instruction", "reference"]
 
 _QUOTED = frozenset({"Text", "EmailSubject", None})
+_KEYS = frozenset({"FlightNumber", "BookingReference"})
+_THE_THE = re.compile(r"\bthe the\b")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 
 
@@ -48,8 +50,17 @@ def _show(binding: Binding) -> str:
     return str(value)
 
 
+def _identifies(binding: Binding) -> bool:
+    """A reference to an entity's own key, which reads best as "that <noun>"."""
+    kind = binding.interface or ""
+    return binding.source is not None and (kind.endswith("Id") or kind in _KEYS)
+
+
 def _phrase(spec: ToolSpec, walk: Walk, bindings: list[Binding]) -> str:
     template = spec.phrase or f"use {spec.qualified_name} ({spec.description.rstrip('.')})"
+    for b in bindings:  # "cancel event {event_id}" -> "cancel that event"
+        if _identifies(b):
+            template = re.sub(r"\b(\w+) \{%s\}" % re.escape(b.param), r"that \1", template)
     fields = {name for _, name, _, _ in string.Formatter().parse(template) if name}
     values: dict[str, str] = {}
     extras = []
@@ -61,11 +72,11 @@ def _phrase(spec: ToolSpec, walk: Walk, bindings: list[Binding]) -> str:
             shown = reference(producer, b.path, b.interface)
         if b.param in fields:
             values[b.param] = shown
-        else:
+        elif not (_identifies(b) and b.param in spec.phrase if spec.phrase else False):
             extras.append(f"{_words(b.param)} {shown}")
     for name in fields - values.keys():
         values[name] = "the default"
-    text = template.format(**values)
+    text = _THE_THE.sub("the", template.format(**values))
     return text + (f" ({'; '.join(extras)})" if extras else "")
 
 

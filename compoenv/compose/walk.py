@@ -79,6 +79,20 @@ def _single_values(step_index: int, spec: ToolSpec, data: Any) -> list[_Value]:
     return out
 
 
+def _entity_kind(spec: ToolSpec) -> str | None:
+    """The entity a tool returns (one, or a list of them)."""
+    for slot in spec.outputs:
+        if slot.kind == "object" and slot.path in ((), ("*",)):
+            return slot.interface
+    return None
+
+
+def _looks_up_again(source: ToolSpec, target: ToolSpec) -> bool:
+    """A read that fetches the same kind of entity the last step already returned."""
+    kind = _entity_kind(source)
+    return target.read_only and kind is not None and kind == _entity_kind(target)
+
+
 def _useful(result: dict[str, Any]) -> bool:
     return bool(result.get("success")) and result.get("data") not in (None, [], {}, "")
 
@@ -154,7 +168,10 @@ def random_walk(graph: ToolGraph, session: Session, rng: random.Random, hops: in
     if not walk.steps:
         raise Rejected("start_failed")
 
-    available = _single_values(0, walk.steps[0].spec, walk.steps[0].result)
+    # the user's own name and address are known to everyone; carrying them is no information
+    own = {session.world.user.email, session.world.user.name}
+    available = [v for v in _single_values(0, walk.steps[0].spec, walk.steps[0].result)
+                 if v.value not in own]
     used = {walk.steps[0].spec.qualified_name}
     while len(walk.steps) < hops:
         last = len(walk.steps) - 1
@@ -162,7 +179,8 @@ def random_walk(graph: ToolGraph, session: Session, rng: random.Random, hops: in
         options = [(e, fresh[(e.interface, e.path)]) for e in graph.out_edges(
                    walk.steps[last].spec.qualified_name)
                    if (e.interface, e.path) in fresh and e.target not in used
-                   and (allowed is None or graph.specs[e.target].service in allowed)]
+                   and (allowed is None or graph.specs[e.target].service in allowed)
+                   and not _looks_up_again(walk.steps[last].spec, graph.specs[e.target])]
         final = len(walk.steps) == hops - 1
         for _ in range(attempts):
             if not options:
@@ -181,7 +199,8 @@ def random_walk(graph: ToolGraph, session: Session, rng: random.Random, hops: in
                 continue
             walk.steps.append(step)
             used.add(spec.qualified_name)
-            available.extend(_single_values(last + 1, spec, step.result))
+            available.extend(v for v in _single_values(last + 1, spec, step.result)
+                             if v.value not in own)
             break
         else:
             raise Rejected("dead_end", f"no executable next step after {len(walk.steps)}")

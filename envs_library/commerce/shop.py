@@ -89,7 +89,7 @@ class Shop(Service):
         """Get a product by id."""
         return get_or_404(self.state.products, product_id, "product id")
 
-    @tool(read_only=True, phrase="find the {name} in the shop")
+    @tool(read_only=True, phrase="find the product called {name} in the shop")
     def find_product(self, name: ProductName) -> Product:
         """Find a product by its exact name."""
         return find_one(self.state.products.values(), name, lambda p: p.name, "product name")
