@@ -7,7 +7,6 @@ stderr. Timings are single-threaded (``time.perf_counter``, median over repeats)
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import gc
 import json
 import multiprocessing as mp
@@ -18,7 +17,7 @@ import statistics
 import sys
 import time
 import tracemalloc
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -48,7 +47,6 @@ class Config:
     steps_per_reset: int = 50       # steps of one episode before the next (untimed) reset
     episodes_per_task: int = 5      # per repeat
     repeats: int = 5
-    sample_episodes: int = 2        # per task, timed step by step for p50/p99
     reset_tasks: int = 5            # 3-service tasks for reset latency
     resets: int = 300
     compose_resets: int = 20        # resets that compose a fresh verified task
@@ -59,41 +57,31 @@ class Config:
     @classmethod
     def quick(cls) -> Config:
         return cls(step_tasks=5, steps_per_reset=20, episodes_per_task=2, repeats=3,
-                   sample_episodes=1, reset_tasks=2, resets=40, compose_resets=2, envs=1_000,
-                   distinct_tasks=40)
+                   reset_tasks=2, resets=40, compose_resets=2, envs=1_000, distinct_tasks=40)
 
 
 Work = list[tuple[Task, Call, str]]  # (task, read-only solution call, its hermes action)
 _T0 = time.perf_counter()
 _COMPOSER: Composer | None = None
+_MP = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
 
 
 def log(message: str) -> None:
     print(f"[bench.env {time.perf_counter() - _T0:6.1f}s] {message}", file=sys.stderr, flush=True)
 
 
-def quantile(values: list[float], q: float) -> float:
-    return sorted(values)[min(len(values) - 1, int(q * len(values)))]
-
-
 def rss_kb() -> float:
-    """Current resident set size (VmRSS); peak RSS where /proc is missing."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return float(line.split()[1])
-    except OSError:
-        pass
+    """Current resident set size (VmRSS); peak RSS (ru_maxrss) where /proc is missing."""
+    status = Path("/proc/self/status")
+    if status.exists():
+        return next(float(line.split()[1]) for line in status.read_text().splitlines()
+                    if line.startswith("VmRSS:"))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / 1024 if sys.platform == "darwin" else float(peak)
 
 
 def action_for(call: Call) -> str:
     return render_calls([ToolCall(call.name, dict(call.arguments), "call_0")], "hermes")
-
-
-def _context() -> Any:
-    return mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
 
 
 def _compose_one(job: tuple[int, int]) -> Task | None:
@@ -109,22 +97,22 @@ def compose_pool(cfg: Config) -> tuple[list[Task], float]:
     """What ``Composer().generate(cfg.distinct_tasks, cfg.seed)`` yields, composed on every
     core (fewer tasks if over the time budget)."""
     start, pool, seen = time.perf_counter(), [], set()
+    deadline = start + cfg.compose_budget_s
     jobs = ((cfg.seed, i) for i in range(100 * (cfg.distinct_tasks + 10)))
-    parallel = cfg.distinct_tasks >= 200 and (os.cpu_count() or 1) > 1  # else startup dominates
-    with _context().Pool(os.cpu_count() if parallel else 1) as workers:
-        for task in workers.imap(_compose_one, jobs, 4) if parallel else map(_compose_one, jobs):
-            if task is None or task.id in seen:
-                continue
-            seen.add(task.id)
-            pool.append(task)
-            if len(pool) % 250 == 0:
-                log(f"composed {len(pool)} tasks")
-            if len(pool) == cfg.distinct_tasks:
-                break
-            if time.perf_counter() - start > cfg.compose_budget_s:
-                log(f"compose budget of {cfg.compose_budget_s:.0f} s spent: {len(pool)} tasks")
+    global _COMPOSER
+    _COMPOSER = Composer()  # built once here: forked workers inherit it
+    with _MP.Pool(os.cpu_count()) as workers:
+        for task in workers.imap(_compose_one, jobs, chunksize=4):
+            if task is not None and task.id not in seen:
+                seen.add(task.id)
+                pool.append(task)
+                if len(pool) % 250 == 0:
+                    log(f"composed {len(pool)} tasks")
+            if len(pool) == cfg.distinct_tasks or time.perf_counter() > deadline:
                 break
         workers.terminate()
+    if len(pool) < cfg.distinct_tasks:
+        log(f"compose budget of {cfg.compose_budget_s:.0f} s spent: only {len(pool)} tasks")
     return pool, time.perf_counter() - start
 
 
@@ -146,72 +134,70 @@ def read_calls(pool: list[Task], n_tasks: int) -> Work:
     return work
 
 
-def run_episodes(env: CompoWorldEnv, work: Work, cfg: Config, episodes: int,
-                 per_step: list[float] | None = None) -> tuple[int, float]:
-    """Episodes of ``steps_per_reset`` steps cycling over each task's read calls; returns
-    (steps, seconds stepping), resets excluded. With ``per_step``, times every step."""
+def run_episodes(env: CompoWorldEnv, work: Work, cfg: Config) -> list[float]:
+    """Seconds of each step: ``episodes_per_task`` episodes per task of ``steps_per_reset``
+    steps cycling over its read calls (resets untimed)."""
     by_task: dict[str, tuple[Task, list[str]]] = {}
     for task, _, action in work:
         by_task.setdefault(task.id, (task, []))[1].append(action)
-    steps, seconds, clock, step = 0, 0.0, time.perf_counter, env.step
+    times: list[float] = []
+    clock, step, append = time.perf_counter, env.step, times.append
     for task, actions in by_task.values():
         sequence = [actions[i % len(actions)] for i in range(cfg.steps_per_reset)]
-        for _ in range(episodes):
+        for _ in range(cfg.episodes_per_task):
             env.reset(options={"task": task})
-            if per_step is None:
+            for action in sequence:
                 t0 = clock()
-                for action in sequence:
-                    step(action)
-                seconds += clock() - t0
-            else:
-                for action in sequence:
-                    t0 = clock()
-                    step(action)
-                    per_step.append(clock() - t0)
-            steps += len(sequence)
-    return steps, seconds + sum(per_step or ())
+                step(action)
+                append(clock() - t0)
+    return times
 
 
 def measure_steps(work: Work, cfg: Config) -> dict[str, float]:
     env = CompoWorldEnv(max_steps=NEVER)
-    run_episodes(env, work, cfg, 1)  # warm-up: worlds, seeded states, tool listings
-    rates = []
-    for _ in range(cfg.repeats):
-        steps, seconds = run_episodes(env, work, cfg, cfg.episodes_per_task)
-        rates.append(steps / seconds)
-    per_step: list[float] = []
-    run_episodes(env, work, cfg, cfg.sample_episodes, per_step)
-    return {"env_steps_per_s": statistics.median(rates),
-            "env_step_us_p50": statistics.median(per_step) * 1e6,
-            "env_step_us_p99": quantile(per_step, 0.99) * 1e6, "env_step_samples": len(per_step)}
+    run_episodes(env, work, cfg)  # warm-up: worlds, seeded states, tool listings
+    repeats = [run_episodes(env, work, cfg) for _ in range(cfg.repeats)]
+    every = [t for times in repeats for t in times]
+    return {"env_steps_per_s": statistics.median(len(times) / sum(times) for times in repeats),
+            "env_step_us_p50": statistics.median(every) * 1e6,
+            "env_step_us_p99": statistics.quantiles(every, n=100)[98] * 1e6,
+            "env_step_samples": len(every)}
 
 
 def measure_bare_ratio(work: Work, cfg: Config) -> dict[str, float]:
     """env.step vs ``json.dumps(spec.dump(method(**json.loads(args))))``: same calls, same
     counts, same clock."""
     registry, env = Registry.default(), CompoWorldEnv(max_steps=NEVER)
-    bare: list[Callable[[], str]] = []
-    for task, call, _ in work:
-        spec = registry.spec(call.name)
-        svc = registry.get(spec.service).create(World.get(task.seed))
-        bare.append(lambda m=getattr(svc, spec.method or spec.name), d=spec.dump,
-                    a=json.dumps(call.arguments): json.dumps(d(m(**json.loads(a)))))
-    n, clock, step_us, bare_us = cfg.steps_per_reset, time.perf_counter, [], []
+    clock, n = time.perf_counter, cfg.steps_per_reset
+    step_us, bare_us = [], []
     for _ in range(cfg.repeats):
         t_step = t_bare = 0.0
-        for (task, _, action), fn in zip(work, bare):
+        for task, call, action in work:
+            spec = registry.spec(call.name)
+            service = registry.get(spec.service).create(World.get(task.seed))
+            method = getattr(service, spec.method or spec.name)
+            dump, args_json = spec.dump, json.dumps(call.arguments)
             env.reset(options={"task": task})
             t0 = clock()
             for _ in range(n):
                 env.step(action)
             t1 = clock()
             for _ in range(n):
-                fn()
+                json.dumps(dump(method(**json.loads(args_json))))
             t_step, t_bare = t_step + t1 - t0, t_bare + clock() - t1
         step_us.append(t_step / (n * len(work)) * 1e6)
         bare_us.append(t_bare / (n * len(work)) * 1e6)
-    step, bare_call = statistics.median(step_us), statistics.median(bare_us)
-    return {"step_us": step, "bare_call_us": bare_call, "step_over_bare_call_ratio": step / bare_call}
+    step, bare = statistics.median(step_us), statistics.median(bare_us)
+    return {"step_us": step, "bare_call_us": bare, "step_over_bare_call_ratio": step / bare}
+
+
+def reset_times(env: CompoWorldEnv, resets: list[dict[str, Any]]) -> list[float]:
+    times = []
+    for kwargs in resets:
+        t0 = time.perf_counter()
+        env.reset(**kwargs)
+        times.append(time.perf_counter() - t0)
+    return times
 
 
 def measure_reset(cfg: Config) -> dict[str, float]:
@@ -220,25 +206,16 @@ def measure_reset(cfg: Config) -> dict[str, float]:
         tasks += [task] if len(task.services) == 3 else []
         if len(tasks) == cfg.reset_tasks:
             break
-    env = CompoWorldEnv(max_steps=NEVER)
-    for task in tasks:
-        env.reset(options={"task": task})  # warm-up: worlds and tool listings are cached
-    times = []
-    for i in range(cfg.resets):
-        t0 = time.perf_counter()
-        env.reset(options={"task": tasks[i % len(tasks)]})
-        times.append(time.perf_counter() - t0)
-    composing = CompoWorldEnv(max_steps=NEVER)
-    composing.reset(seed=10**6)  # builds the env's Composer and tool graph once
-    compose_times = []
-    for i in range(cfg.compose_resets):
-        t0 = time.perf_counter()
-        composing.reset(seed=cfg.seed + i)
-        compose_times.append(time.perf_counter() - t0)
+    given = [{"options": {"task": tasks[i % len(tasks)]}} for i in range(cfg.resets)]
+    times = reset_times(CompoWorldEnv(max_steps=NEVER), given[:len(tasks)] + given)
+    times = times[len(tasks):]  # the first round warmed the worlds and tool listings
+    seeds = [10**6, *range(cfg.seed, cfg.seed + cfg.compose_resets)]
+    composed = reset_times(CompoWorldEnv(max_steps=NEVER), [{"seed": s} for s in seeds])
+    composed = composed[1:]  # the first one built the env's Composer and tool graph
     return {"reset_ms_median": statistics.median(times) * 1e3,
-            "reset_ms_p90": quantile(times, 0.9) * 1e3, "reset_task_services": 3,
-            "reset_compose_ms_median": statistics.median(compose_times) * 1e3,
-            "reset_compose_ms_p90": quantile(compose_times, 0.9) * 1e3}
+            "reset_ms_p90": statistics.quantiles(times, n=10)[8] * 1e3, "reset_task_services": 3,
+            "reset_compose_ms_median": statistics.median(composed) * 1e3,
+            "reset_compose_ms_p90": statistics.quantiles(composed, n=10)[8] * 1e3}
 
 
 def live_envs(pool: list[Task], n: int, probe: Callable[[], float]) -> tuple[float, float]:
@@ -266,18 +243,12 @@ def live_envs(pool: list[Task], n: int, probe: Callable[[], float]) -> tuple[flo
     return (after_reset - base) / n, (after_step - base) / n
 
 
-def _rss_pass(pool: list[Task], n: int) -> tuple[float, float]:
-    return live_envs(pool, n, rss_kb)
-
-
 def measure_memory(pool: list[Task], cfg: Config) -> dict[str, float]:
     """tracemalloc figures here; meanwhile the RSS cross-check runs without tracemalloc (whose
     own bookkeeping would inflate RSS) in a child process, on another core."""
-    registry = Registry.default()
-    writes = sum(not registry.spec(pool[i % len(pool)].solution[0].name).read_only
-                 for i in range(cfg.envs)) / cfg.envs
-    with _context().Pool(1) as child:
-        rss = child.apply_async(_rss_pass, (pool, cfg.envs))
+    writes = sum(not Registry.default().spec(t.solution[0].name).read_only for t in pool)
+    with _MP.Pool(1) as child:
+        rss = child.apply_async(live_envs, (pool, cfg.envs, rss_kb))
         tracemalloc.start()
         try:
             traced = live_envs(pool, cfg.envs, lambda: tracemalloc.get_traced_memory()[0] / 1024)
@@ -287,9 +258,10 @@ def measure_memory(pool: list[Task], cfg: Config) -> dict[str, float]:
         rss_reset, rss_step = rss.get()
     return {"memory_kb_per_live_env_distinct_tasks": traced[0],
             "memory_kb_per_live_env_one_step": traced[1],
-            "rss_kb_per_live_env_distinct_tasks": rss_reset, "rss_kb_per_live_env_one_step": rss_step,
+            "rss_kb_per_live_env_distinct_tasks": rss_reset,
+            "rss_kb_per_live_env_one_step": rss_step,
             "memory_live_envs": cfg.envs, "memory_distinct_tasks": len(pool),
-            "memory_one_step_write_fraction": writes}
+            "memory_one_step_write_fraction": writes / len(pool)}
 
 
 def run(cfg: Config) -> dict[str, Any]:
@@ -309,7 +281,7 @@ def run(cfg: Config) -> dict[str, Any]:
                         for key, (op, bound) in TARGETS.items()}
     results["python"] = platform.python_version()
     results["platform"] = platform.platform()
-    results["config"] = dataclasses.asdict(cfg) | {
+    results["config"] = asdict(cfg) | {
         "quick": cfg == Config.quick(), "read_calls": len(work), "step_tasks_used": n_tasks,
         "compose_pool_s": round(compose_s, 1), "cpus": os.cpu_count(),
         "step_action": "hermes call of a read-only solution call that succeeds at reset",

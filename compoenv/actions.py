@@ -38,8 +38,9 @@ def _reject_constant(name: str) -> Any:
 
 
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
-_CALL_IDS = tuple(f"call_{i}" for i in range(64))
 _Schemas = Mapping[str, Mapping[str, Any]] | None
+_JSON_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string", dict: "object",
+               list: "array", type(None): "null"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,7 +267,7 @@ def _parse_function(text: str, start: int, end: int, index: int,
         if value.endswith("\n"):
             value = value[:-1]
         arguments[key] = _convert(value, props.get(key) if props is not None else None)
-    return ToolCall(name, arguments, _call_id(index))
+    return ToolCall(name, arguments, f"call_{index}")
 
 
 def _properties(schemas: _Schemas, name: str) -> Mapping[str, Any] | None:
@@ -291,9 +292,6 @@ def _schema_types(prop: Any) -> set[str] | None:
     if isinstance(options, list) and options:
         option_types = [_schema_types(option) for option in options]
         return None if None in option_types else set().union(*option_types)
-    enum = prop.get("enum")
-    if isinstance(enum, list) and enum and all(isinstance(v, str) for v in enum):
-        return {"string"}
     return None
 
 
@@ -378,22 +376,22 @@ def _call_from_obj(obj: Any, index: int, where: str, given_id: str | None,
     if type(obj) is not dict and not isinstance(obj, Mapping):
         return _error(f"expected a JSON object like {_EXAMPLE} {where}, got {_json_type(obj)} "
                       f"{_quote(obj)}; send one object per call", raw, index, None, obj)
-    call_id = given_id or _call_id(index)
+    call_id = given_id or f"call_{index}"
     if "name" not in obj and "function" in obj:  # OpenAI shape: {"type": "function", "function": {...}}
         obj = obj["function"]
         if not isinstance(obj, Mapping):
             return _error(f'"function" {where} must be an object like {{"name": ..., "arguments": ...}}'
-                          f", got {_json_type(obj)} {_quote(obj)}", raw, index, None, obj)
+                          f", got {_json_type(obj)} {_quote(obj)}", raw, call_id, None, obj)
     name = obj.get("name")
     if type(name) is not str:
         problem = (f"missing \"name\" {where}, got keys [{', '.join(repr(k) for k in list(obj)[:10])}]"
                    if "name" not in obj else
                    f'"name" {where} must be a string, got {_json_type(name)} {_quote(name)}')
-        return _error(f"{problem}; expected {_EXAMPLE}", raw, index, None, obj, call_id)
+        return _error(f"{problem}; expected {_EXAMPLE}", raw, call_id, None, obj)
     name = name.strip()
     if not name:
-        return _error(f'empty "name" {where}: expected a tool name like "service__tool"',
-                      raw, index, None, obj, call_id)
+        return _error(f'empty "name" {where}: expected a tool name like "service__tool"', raw, call_id,
+                      None, obj)
     arguments = obj.get("arguments")
     if arguments is None:
         arguments = obj.get("parameters")
@@ -404,12 +402,11 @@ def _call_from_obj(obj: Any, index: int, where: str, given_id: str | None,
     if isinstance(arguments, str):  # some models JSON-encode the arguments object
         arguments, error = _loads(arguments, f'in the "arguments" string of {name!r}')
         if error is not None:
-            return _error(error, raw, index, name, obj, call_id)
+            return _error(error, raw, call_id, name, obj)
     if isinstance(arguments, Mapping):
         return ToolCall(name, dict(arguments), call_id)
     return _error(f'"arguments" of {name!r} must be a JSON object like {{"city": "Paris"}}, got '
-                  f"{_json_type(arguments)} {_quote(arguments)}", raw, index, name, obj,
-                  call_id)
+                  f"{_json_type(arguments)} {_quote(arguments)}", raw, call_id, name, obj)
 
 
 def _loads(text: str, where: str) -> tuple[Any, str | None]:
@@ -477,7 +474,7 @@ def _parse_openai_list(items: Sequence[Any], content: str) -> ParsedAction:
 
 def _openai_call(item: Any, index: int) -> ToolCall | CallError:
     given = item.get("id") if isinstance(item, Mapping) else None
-    given_id = given.strip() if isinstance(given, str) and given.strip() else None
+    given_id = (given.strip() or None) if isinstance(given, str) else None
     return _call_from_obj(item, index, f"in tool call #{index}", given_id, None)
 
 
@@ -505,35 +502,22 @@ def _render_qwen(call: ToolCall) -> str:
     return f"{_TC_OPEN}\n{_FN_OPEN}{call.name}>\n{params}{_FN_CLOSE}\n{_TC_CLOSE}"
 
 
-def _error(message: str, raw: str | None, index: int, name: str | None = None,
-           obj: Any = None, call_id: str | None = None) -> CallError:
-    """A CallError; ``raw`` falls back to the repr of ``obj`` (a caller-owned value)."""
-    text = raw if raw is not None else _safe_repr(obj)
-    return CallError(message, text[:200], call_id or _call_id(index), name)
-
-
-def _call_id(index: int) -> str:
-    return _CALL_IDS[index] if index < len(_CALL_IDS) else f"call_{index}"
+def _error(message: str, raw: str | None, index: int | str, name: str | None = None,
+           obj: Any = None) -> CallError:
+    """A CallError with id ``call_<index>`` (or ``index`` itself when it is a given id)."""
+    text = raw if raw is not None else _safe_repr(obj)  # caller-owned values have no text
+    return CallError(message, text[:200], index if isinstance(index, str) else f"call_{index}", name)
 
 
 def _recover_name(text: str) -> str | None:
-    head = text[:1000]
-    match = _NAME_IN_JSON.search(head) or _NAME_IN_TAG.search(head)
-    if match is None:
-        return None
-    name = match.group(1)
-    if "\\" in name:
-        decoded, error = _loads(f'"{name}"', "")
-        name = decoded if error is None and isinstance(decoded, str) else name
-    return name.strip() or None
+    """The tool name an unparseable call seems to name, for the error report."""
+    match = _NAME_IN_JSON.search(text, 0, 1000) or _NAME_IN_TAG.search(text, 0, 1000)
+    return (match.group(1).strip() or None) if match else None
 
 
 def _json_type(value: Any) -> str:
-    for kind, name in ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"),
-                       (Mapping, "object"), (list, "array"), (type(None), "null")):
-        if isinstance(value, kind):
-            return name
-    return type(value).__name__
+    kind = _JSON_TYPES.get(type(value))
+    return kind or ("object" if isinstance(value, Mapping) else type(value).__name__)
 
 
 def _quote(value: Any) -> str:

@@ -93,6 +93,11 @@ def _looks_up_again(source: ToolSpec, target: ToolSpec) -> bool:
     return target.read_only and kind is not None and kind == _entity_kind(target)
 
 
+def _snapshot(state: Any) -> dict[str, Any]:
+    """Cheap view of a state for change detection: containers copied, records shared."""
+    return {k: dict(v) if isinstance(v, dict) else v for k, v in state.__dict__.items()}
+
+
 def _useful(result: dict[str, Any]) -> bool:
     return bool(result.get("success")) and result.get("data") not in (None, [], {}, "")
 
@@ -191,9 +196,12 @@ def random_walk(graph: ToolGraph, session: Session, rng: random.Random, hops: in
             bindings = _bind(spec, edge, value, available, session, rng)
             if bindings is None:
                 continue
+            before = None if spec.read_only else _snapshot(session.state(spec.service))
             result = session.call(spec.qualified_name, {b.param: b.value for b in bindings})
             if not _useful(result):
                 continue
+            if before is not None and before == _snapshot(session.state(spec.service)):
+                continue  # a write that changes nothing (marking a read email as read)
             step = Step(spec, bindings, result["data"])
             if final and spec.read_only and not _reportable(step, last + 1, set()):
                 continue
