@@ -17,9 +17,11 @@ import statistics
 import sys
 import time
 import tracemalloc
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from itertools import islice
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from compoenv.actions import ToolCall, render_calls
 from compoenv.compose import Composer, ComposerConfig, Rejected, derive_seed
@@ -40,7 +42,7 @@ TARGETS: dict[str, tuple[str, float]] = {
 
 @dataclass(frozen=True)
 class Config:
-    """Sizes of one run; ``quick()`` is the smoke-test variant."""
+    """Sizes of one run (the defaults are the full benchmark)."""
 
     seed: int = 0
     step_tasks: int = 20            # tasks whose read-only solution calls are stepped
@@ -54,10 +56,9 @@ class Config:
     distinct_tasks: int = 1_250     # the envs cycle over these: 8 rollouts per task, as in GRPO
     compose_budget_s: float = 120.0
 
-    @classmethod
-    def quick(cls) -> Config:
-        return cls(step_tasks=5, steps_per_reset=20, episodes_per_task=2, repeats=3,
-                   reset_tasks=2, resets=40, compose_resets=2, envs=1_000, distinct_tasks=40)
+
+QUICK = Config(step_tasks=5, steps_per_reset=20, episodes_per_task=2, repeats=3, reset_tasks=2,
+               resets=40, compose_resets=2, envs=1_000, distinct_tasks=40)  # a smoke run
 
 
 Work = list[tuple[Task, Call, str]]  # (task, read-only solution call, its hermes action)
@@ -67,7 +68,8 @@ _MP = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn"
 
 
 def log(message: str) -> None:
-    print(f"[bench.env {time.perf_counter() - _T0:6.1f}s] {message}", file=sys.stderr, flush=True)
+    print(f"[bench.env {time.perf_counter() - _T0:6.1f}s] {message}", file=sys.stderr,
+          flush=True)
 
 
 def rss_kb() -> float:
@@ -119,17 +121,15 @@ def compose_pool(cfg: Config) -> tuple[list[Task], float]:
 def read_calls(pool: list[Task], n_tasks: int) -> Work:
     """Read-only solution calls that succeed on the fresh state (a read of something an earlier
     write creates fails there: skipped), from the first ``n_tasks`` tasks that have one."""
-    registry, env, work, used = Registry.default(), CompoWorldEnv(max_steps=NEVER), [], 0
+    registry, env, work = Registry.default(), CompoWorldEnv(max_steps=NEVER), []
     for task in pool:
-        found = []
         for call in task.solution:
             if registry.spec(call.name).read_only:
                 env.reset(options={"task": task})
                 env.step(action_for(call))
                 if json.loads(env.messages[-1]["content"])["success"]:
-                    found.append((task, call, action_for(call)))
-        work, used = work + found, used + bool(found)
-        if used == n_tasks:
+                    work.append((task, call, action_for(call)))
+        if len({t.id for t, _, _ in work}) == n_tasks:
             break
     return work
 
@@ -165,11 +165,9 @@ def measure_steps(work: Work, cfg: Config) -> dict[str, float]:
 
 
 def measure_bare_ratio(work: Work, cfg: Config) -> dict[str, float]:
-    """env.step vs ``json.dumps(spec.dump(method(**json.loads(args))))``: same calls, same
-    counts, same clock."""
+    """env.step vs ``json.dumps(spec.dump(method(**json.loads(args))))``, same calls and clock."""
     registry, env = Registry.default(), CompoWorldEnv(max_steps=NEVER)
-    clock, n = time.perf_counter, cfg.steps_per_reset
-    step_us, bare_us = [], []
+    clock, n, step_us, bare_us = time.perf_counter, cfg.steps_per_reset, [], []
     for _ in range(cfg.repeats):
         t_step = t_bare = 0.0
         for task, call, action in work:
@@ -201,11 +199,9 @@ def reset_times(env: CompoWorldEnv, resets: list[dict[str, Any]]) -> list[float]
 
 
 def measure_reset(cfg: Config) -> dict[str, float]:
-    tasks: list[Task] = []
-    for task in Composer(config=ComposerConfig(min_services=3)).generate(100, seed=cfg.seed):
-        tasks += [task] if len(task.services) == 3 else []
-        if len(tasks) == cfg.reset_tasks:
-            break
+    composer = Composer(config=ComposerConfig(min_services=3))
+    three = (t for t in composer.generate(100, seed=cfg.seed) if len(t.services) == 3)
+    tasks = list(islice(three, cfg.reset_tasks))
     given = [{"options": {"task": tasks[i % len(tasks)]}} for i in range(cfg.resets)]
     times = reset_times(CompoWorldEnv(max_steps=NEVER), given[:len(tasks)] + given)
     times = times[len(tasks):]  # the first round warmed the worlds and tool listings
@@ -250,10 +246,8 @@ def measure_memory(pool: list[Task], cfg: Config) -> dict[str, float]:
     with _MP.Pool(1) as child:
         rss = child.apply_async(live_envs, (pool, cfg.envs, rss_kb))
         tracemalloc.start()
-        try:
-            traced = live_envs(pool, cfg.envs, lambda: tracemalloc.get_traced_memory()[0] / 1024)
-        finally:
-            tracemalloc.stop()
+        traced = live_envs(pool, cfg.envs, lambda: tracemalloc.get_traced_memory()[0] / 1024)
+        tracemalloc.stop()
         log("memory: tracemalloc pass done")
         rss_reset, rss_step = rss.get()
     return {"memory_kb_per_live_env_distinct_tasks": traced[0],
@@ -279,10 +273,9 @@ def run(cfg: Config) -> dict[str, Any]:
     results["targets"] = {key: f"{op} {bound:g}" for key, (op, bound) in TARGETS.items()}
     results["meets"] = {key: results[key] >= bound if op == ">=" else results[key] <= bound
                         for key, (op, bound) in TARGETS.items()}
-    results["python"] = platform.python_version()
-    results["platform"] = platform.platform()
+    results |= {"python": platform.python_version(), "platform": platform.platform()}
     results["config"] = asdict(cfg) | {
-        "quick": cfg == Config.quick(), "read_calls": len(work), "step_tasks_used": n_tasks,
+        "quick": cfg == QUICK, "read_calls": len(work), "step_tasks_used": n_tasks,
         "compose_pool_s": round(compose_s, 1), "cpus": os.cpu_count(),
         "step_action": "hermes call of a read-only solution call that succeeds at reset",
         "one_step_action": "first call of each task's solution (some are writes)",
@@ -296,7 +289,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="small counts: a smoke run")
     parser.add_argument("--out", type=Path, help="also write the JSON to this file")
     args = parser.parse_args(argv)
-    text = json.dumps(run(Config.quick() if args.quick else Config()), indent=2)
+    text = json.dumps(run(QUICK if args.quick else Config()), indent=2)
     if args.out:
         args.out.write_text(text + "\n")
     print(text)

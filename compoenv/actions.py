@@ -15,14 +15,18 @@ MAX_ACTION_CHARS = 1 << 20
 MAX_JSON_DEPTH = 64
 FORMATS = ("hermes", "qwen3_coder", "json", "openai")
 
-_TC_OPEN, _TC_CLOSE = "<tool_call>", "</tool_call>"
+# Tag lengths appear as literals on the hot path: <tool_call> 11, </tool_call> 12,
+# <function= 10, </function> 11, <parameter= 11, </parameter> 12.
+_TC_OPEN, _TC_CLOSE, _TC_CLOSE_ESCAPED = "<tool_call>", "</tool_call>", "<\\/tool_call>"
 _FN_OPEN, _FN_CLOSE = "<function=", "</function>"
 _P_OPEN, _P_CLOSE = "<parameter=", "</parameter>"
 _EXAMPLE = '{"name": "service__tool", "arguments": {...}}'
-_OPENAI_EXAMPLE = '{"id": "call_0", "type": "function", "function": {"name": ..., "arguments": "{...}"}}'
+_OPENAI_EXAMPLE = ('{"id": "call_0", "type": "function", '
+                   '"function": {"name": "service__tool", "arguments": "{...}"}}')
 
-# Every pattern below either always succeeds greedily or has disjoint alternatives, so no
-# input makes it backtrack: parsing stays linear on 1 MB of hostile text.
+# No pattern below backtracks more than a bounded amount per start position (greedy runs that
+# always succeed, disjoint alternatives, capped repeats), so parsing 1 MB of hostile text
+# stays linear.
 _WS = re.compile(r"\s*")
 _JSON_STRING = re.compile(r'"(?:[^"\\]+|\\.)*"?', re.S)
 _NON_BRACKET = re.compile(r"[^\[\]{}]+")
@@ -49,8 +53,8 @@ class ToolCall:
 
     Attributes:
         name: Qualified tool name (``<service>__<tool>``), stripped.
-        arguments: The call's arguments as a JSON object.
-        id: The id the agent gave (openai format) or ``call_<i>`` by position in the action.
+        arguments: The call's arguments (a JSON object).
+        id: The id the agent gave (openai format), else ``call_<i>`` by position in the action.
     """
 
     name: str
@@ -63,9 +67,9 @@ class CallError:
     """A tool call that was attempted but could not be parsed.
 
     Attributes:
-        message: What was expected, what came (quoted) and the likely fix.
+        message: What was expected, what came (quoted, at most 80 characters), the likely fix.
         raw: The offending text, truncated to 200 characters.
-        id: ``call_<i>`` by position (or the given openai id).
+        id: The given openai id, else ``call_<i>`` by position in the action.
         name: The tool name, if it could be recovered.
     """
 
@@ -80,8 +84,8 @@ class ParsedAction:
     """An agent action split into free text and tool calls.
 
     Attributes:
-        content: Text outside the tool calls, stripped; the final answer when there are no calls.
-        calls: Parsed calls and unparseable attempts, in the order they appeared.
+        content: Text outside the calls, stripped: the final answer when there are no calls.
+        calls: Parsed calls and failed attempts, in the order they appeared.
         format: "hermes", "qwen3_coder", "json", "openai", or None for plain text.
     """
 
@@ -91,23 +95,23 @@ class ParsedAction:
 
     @property
     def is_final(self) -> bool:
-        """True iff the action holds no tool call (not even a failed one)."""
+        """True iff the action holds no tool call, not even a failed one."""
         return not self.calls
 
 
 def parse_action(action: str | Mapping[str, Any] | Sequence[Mapping[str, Any]],
                  schemas: Mapping[str, Mapping[str, Any]] | None = None) -> ParsedAction:
-    """Parse an agent action into text and tool calls. Never raises on agent input.
+    """Split an agent action into text and tool calls. Never raises on agent input.
 
     Args:
-        action: Model output text (hermes ``<tool_call>`` tags, qwen3_coder ``<function=...>``
-            tags, or an action that is entirely call-shaped JSON, optionally in a fenced block),
-            an OpenAI assistant message / tool-call dict, or a list of OpenAI tool-call dicts.
-        schemas: Tool name -> that tool's JSON-schema "parameters" object. Used to type
-            qwen3_coder parameter values and to recognise bare ``{"name": ...}`` JSON calls.
+        action: Model output text (hermes ``<tool_call>`` JSON, qwen3_coder ``<function=...>``,
+            or text that is entirely call-shaped JSON, fenced or not), an OpenAI assistant
+            message or tool-call dict, or a list of OpenAI tool-call dicts.
+        schemas: Tool name -> that tool's JSON-schema "parameters" object; types qwen3_coder
+            parameter values and lets a bare ``{"name": ...}`` count as a call.
 
     Returns:
-        A ParsedAction; unparseable calls appear in ``calls`` as CallError entries.
+        The ParsedAction; calls that could not be parsed are CallError entries in ``calls``.
     """
     if isinstance(action, str):
         return _parse_text(action, schemas)
@@ -115,51 +119,49 @@ def parse_action(action: str | Mapping[str, Any] | Sequence[Mapping[str, Any]],
         return _parse_message(action, schemas)
     if isinstance(action, Sequence) and not isinstance(action, (bytes, bytearray)):
         return _parse_openai_list(action, "")
-    message = (f"unsupported action type {type(action).__name__}: expected str (model output), an "
-               f"assistant message dict, or a list of tool-call dicts like {_OPENAI_EXAMPLE}")
+    message = (f"unsupported action type {type(action).__name__}: expected str (model output), "
+               f"an assistant message dict, or a list of tool-call dicts like {_OPENAI_EXAMPLE}")
     return ParsedAction("", (_error(message, None, 0, None, action),), None)
 
 
 def render_calls(calls: Sequence[ToolCall], fmt: str = "hermes", content: str = "") -> str:
-    """Render tool calls as model output text that parse_action reads back.
+    """Render tool calls as model output that parse_action reads back.
 
-    Round trip: ``parse_action(render_calls(calls, fmt), schemas)`` gives back the same names
-    and arguments. Limits of the qwen3_coder format (its values are raw text): string values
-    must not contain ``</parameter>``, ``</function>`` or ``</tool_call>``, parameter names
-    must not contain ``>``, and non-string values come back typed only given ``schemas``.
+    ``parse_action(render_calls(calls, fmt), schemas)`` gives back the same names and
+    arguments. qwen3_coder values are raw text, so there string values must not contain
+    ``</parameter>``, ``</function>`` or ``</tool_call>``, parameter names must not contain
+    ``>``, and non-string values come back typed only when ``schemas`` types them.
 
     Args:
-        calls: The calls to render.
-        fmt: "hermes", "qwen3_coder", "json" (a JSON list, or one object for one call) or
+        calls: The calls to render; none renders ``content`` alone (a final answer).
+        fmt: "hermes", "qwen3_coder", "json" (one object, or a list for several calls) or
             "openai" (a JSON ``{"content", "tool_calls"}`` message).
-        content: Text before the calls (not allowed with "json").
+        content: Text before the calls; fmt="json" has no place for it.
 
     Raises:
-        ValueError: Unknown ``fmt``, or ``content`` with fmt="json".
+        ValueError: Unknown ``fmt``, or ``content`` with calls in fmt="json".
     """
-    if fmt == "hermes":
-        blocks = [f"{_TC_OPEN}\n{_dump_call(c)}\n{_TC_CLOSE}" for c in calls]
-    elif fmt == "qwen3_coder":
-        blocks = [_render_qwen(c) for c in calls]
-    elif fmt == "json":
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    if not calls:
+        return content
+    if fmt == "json":
         if content:
-            raise ValueError("fmt='json' renders calls only; use fmt='hermes' or 'openai' to add content")
+            raise ValueError("fmt='json' renders calls only; use 'hermes' or 'openai' for content")
         items = [{"name": c.name, "arguments": c.arguments} for c in calls]
         return json.dumps(items[0] if len(items) == 1 else items, ensure_ascii=False)
-    elif fmt == "openai":
-        return json.dumps({"content": content, "tool_calls": to_openai_tool_calls(calls)},
-                          ensure_ascii=False)
-    else:
-        raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
-    text = "\n".join(blocks)
-    return f"{content}\n{text}" if content and text else content or text
+    if fmt == "openai":
+        message = {"content": content, "tool_calls": to_openai_tool_calls(calls)}
+        return json.dumps(message, ensure_ascii=False)
+    render = _render_hermes if fmt == "hermes" else _render_qwen
+    text = "\n".join(render(c) for c in calls)
+    return f"{content}\n{text}" if content else text
 
 
 def to_openai_tool_calls(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
-    """Convert calls to OpenAI chat ``tool_calls`` entries (arguments as a JSON string)."""
-    return [{"id": c.id, "type": "function",
-             "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
-            for c in calls]
+    """Convert calls to OpenAI chat ``tool_calls`` entries, arguments as a JSON string."""
+    return [{"id": c.id, "type": "function", "function": {
+        "name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}} for c in calls]
 
 
 # --- text ---------------------------------------------------------------------------------
@@ -193,7 +195,7 @@ def _parse_tags(text: str, schemas: _Schemas) -> ParsedAction:
             is_qwen = inner.startswith(_FN_OPEN)
             fmt = fmt or ("qwen3_coder" if is_qwen else "hermes")
             if close == -1:
-                calls.append(_unterminated("<tool_call>", "</tool_call>", text[next_tc:], len(calls)))
+                calls.append(_unterminated(_TC_OPEN, _TC_CLOSE, text[next_tc:], len(calls)))
                 pos = len(text)
                 break
             if is_qwen:
@@ -206,7 +208,7 @@ def _parse_tags(text: str, schemas: _Schemas) -> ParsedAction:
             fmt = fmt or "qwen3_coder"
             end = text.find(_FN_CLOSE, next_fn)
             if end == -1:
-                calls.append(_unterminated("<function=...>", "</function>", text[next_fn:], len(calls)))
+                calls.append(_unterminated("<function=...>", _FN_CLOSE, text[next_fn:], len(calls)))
                 pos = len(text)
                 break
             calls.append(_parse_function(text, next_fn, end, len(calls), schemas))
@@ -219,7 +221,9 @@ def _parse_tags(text: str, schemas: _Schemas) -> ParsedAction:
         if 0 <= next_fn < pos:
             next_fn = text.find(_FN_OPEN, pos)
     outside.append(text[pos:])
-    return ParsedAction("\n".join(filter(None, map(str.strip, outside))), tuple(calls), fmt)
+    joined = "".join(outside)
+    content = "\n".join(filter(None, map(str.strip, outside))) if joined.strip() else ""
+    return ParsedAction(content, tuple(calls), fmt)
 
 
 def _unterminated(tag: str, closer: str, tail: str, index: int) -> CallError:
@@ -252,8 +256,10 @@ def _parse_function(text: str, start: int, end: int, index: int,
         p_gt = text.find(">", p + 11, end)
         key = text[p + 11:p_gt].strip() if p_gt != -1 else ""
         if not key:
-            return _error(f"malformed <parameter=...> in call to {name!r}: expected <parameter=key>"
-                          f"\nvalue\n</parameter>, got {_quote(text[p:end])}", text[p:end], index, name)
+            raw = text[p:end]
+            return _error(f"malformed <parameter=...> in call to {name!r}: expected "
+                          f"<parameter=key>\nvalue\n</parameter>, got {_quote(raw)}",
+                          raw, index, name)
         close = -1 if no_close else text.find(_P_CLOSE, p_gt + 1, end)
         if close == -1:  # lenient: a missing </parameter> ends at the next parameter
             no_close = True
@@ -334,8 +340,9 @@ def _parse_bare_json(stripped: str, schemas: _Schemas, has_tags: bool) -> Parsed
     if not any(_is_callish(item, schemas) for item in items):
         return None
     first = items[0]
-    fmt = "openai" if isinstance(first, dict) and "name" not in first and "function" in first else "json"
-    return ParsedAction("", tuple(_call_from_obj(item, i, "in the JSON action", None, None)
+    openai = isinstance(first, dict) and "name" not in first and "function" in first
+    fmt = "openai" if openai else "json"
+    return ParsedAction("", tuple(_call_from_obj(item, i, "in the JSON action", None, text)
                                   for i, item in enumerate(items)), fmt)
 
 
@@ -377,21 +384,20 @@ def _call_from_obj(obj: Any, index: int, where: str, given_id: str | None,
         return _error(f"expected a JSON object like {_EXAMPLE} {where}, got {_json_type(obj)} "
                       f"{_quote(obj)}; send one object per call", raw, index, None, obj)
     call_id = given_id or f"call_{index}"
-    if "name" not in obj and "function" in obj:  # OpenAI shape: {"type": "function", "function": {...}}
+    if "name" not in obj and "function" in obj:  # OpenAI: {"type": "function", "function": {...}}
         obj = obj["function"]
         if not isinstance(obj, Mapping):
-            return _error(f'"function" {where} must be an object like {{"name": ..., "arguments": ...}}'
-                          f", got {_json_type(obj)} {_quote(obj)}", raw, call_id, None, obj)
+            return _error(f'"function" {where} must be an object like {_EXAMPLE}, got '
+                          f"{_json_type(obj)} {_quote(obj)}", raw, call_id, None, obj)
     name = obj.get("name")
     if type(name) is not str:
-        problem = (f"missing \"name\" {where}, got keys [{', '.join(repr(k) for k in list(obj)[:10])}]"
-                   if "name" not in obj else
+        problem = (f'missing "name" {where}, got keys [{_keys(obj)}]' if "name" not in obj else
                    f'"name" {where} must be a string, got {_json_type(name)} {_quote(name)}')
         return _error(f"{problem}; expected {_EXAMPLE}", raw, call_id, None, obj)
     name = name.strip()
     if not name:
-        return _error(f'empty "name" {where}: expected a tool name like "service__tool"', raw, call_id,
-                      None, obj)
+        return _error(f'empty "name" {where}: expected a tool name like "service__tool"',
+                      raw, call_id, None, obj)
     arguments = obj.get("arguments")
     if arguments is None:
         arguments = obj.get("parameters")
@@ -419,7 +425,8 @@ def _loads(text: str, where: str) -> tuple[Any, str | None]:
         return _DECODER.decode(text), None
     except json.JSONDecodeError as exc:
         near = text[max(0, exc.pos - 30):exc.pos + 30]
-        return None, f"invalid JSON {where} at char {exc.pos}: {exc.msg} near {near!r}; {_hint(exc.msg)}"
+        return None, (f"invalid JSON {where} at char {exc.pos}: {exc.msg} near {near!r}; "
+                      f"{_hint(exc.msg)}")
     except RecursionError:
         return None, f"JSON {where} is nested too deeply to parse; flatten the arguments"
     except ValueError as exc:  # NaN/Infinity, integers over the digit limit
@@ -454,15 +461,16 @@ def _parse_message(msg: Mapping[Any, Any], schemas: _Schemas) -> ParsedAction:
         if not isinstance(tool_calls, Sequence) or isinstance(tool_calls, (str, bytes, bytearray)):
             message = (f'"tool_calls" must be a list like [{_OPENAI_EXAMPLE}], got '
                        f"{_json_type(tool_calls)} {_quote(tool_calls)}")
-            return ParsedAction(content.strip(), (_error(message, None, 0, None, tool_calls),), "openai")
+            error = _error(message, None, 0, None, tool_calls)
+            return ParsedAction(content.strip(), (error,), "openai")
         if tool_calls:
             return _parse_openai_list(tool_calls, content.strip())
     if "tool_calls" in msg or "content" in msg or "role" in msg:
         return _parse_text(content, schemas)  # servers without a tool parser leave tags in content
     if "name" in msg or "function" in msg:
         return ParsedAction("", (_openai_call(msg, 0),), "openai")
-    message = (f"unrecognised action dict with keys [{', '.join(repr(k) for k in list(msg)[:10])}]: "
-               f'expected an assistant message with "content" and "tool_calls", or a tool call like '
+    message = (f"unrecognised action dict with keys [{_keys(msg)}]: expected an assistant "
+               f'message with "content" and "tool_calls", or a tool call like '
                f"{_OPENAI_EXAMPLE}")
     return ParsedAction("", (_error(message, None, 0, None, msg),), None)
 
@@ -489,16 +497,16 @@ def _content_text(content: Any) -> str:
 
 # --- helpers ------------------------------------------------------------------------------
 
-def _dump_call(call: ToolCall) -> str:
+def _render_hermes(call: ToolCall) -> str:
     text = json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False)
     # A string value holding "</tool_call>" would end the block early; "\/" is a JSON escape.
-    return text.replace(_TC_CLOSE, "<\\/tool_call>") if _TC_CLOSE in text else text
+    return f"{_TC_OPEN}\n{text.replace(_TC_CLOSE, _TC_CLOSE_ESCAPED)}\n{_TC_CLOSE}"
 
 
 def _render_qwen(call: ToolCall) -> str:
     params = "".join(
-        f"{_P_OPEN}{key}>\n{value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}"
-        f"\n{_P_CLOSE}\n" for key, value in call.arguments.items())
+        f"{_P_OPEN}{key}>\n{v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}\n"
+        f"{_P_CLOSE}\n" for key, v in call.arguments.items())
     return f"{_TC_OPEN}\n{_FN_OPEN}{call.name}>\n{params}{_FN_CLOSE}\n{_TC_CLOSE}"
 
 
@@ -506,7 +514,12 @@ def _error(message: str, raw: str | None, index: int | str, name: str | None = N
            obj: Any = None) -> CallError:
     """A CallError with id ``call_<index>`` (or ``index`` itself when it is a given id)."""
     text = raw if raw is not None else _safe_repr(obj)  # caller-owned values have no text
-    return CallError(message, text[:200], index if isinstance(index, str) else f"call_{index}", name)
+    call_id = index if isinstance(index, str) else f"call_{index}"
+    return CallError(message, text[:200], call_id, name)
+
+
+def _keys(obj: Mapping[Any, Any]) -> str:
+    return ", ".join(_safe_repr(k) for k in list(obj)[:10])
 
 
 def _recover_name(text: str) -> str | None:

@@ -42,6 +42,9 @@ def _fresh(data: dict[str, Any]) -> dict[str, Any]:
     return {k: _fresh(v) if isinstance(v, dict) else v for k, v in data.items()}
 
 
+_TEXT = TextSpace()  # one shared instance: a Text space builds a character index
+
+
 @lru_cache(maxsize=512)
 def _listing(services: tuple[str, ...], registry: Registry) -> tuple[dict[str, Any], ...]:
     return tuple(spec.to_openai() for spec in registry.tools(services))
@@ -94,8 +97,7 @@ class CompoWorldEnv(gym.Env[str, str]):
         self._config = ComposerConfig(min_hops=low, max_hops=high, min_services=min_services,
                                       services=tuple(services) if services else None)
         self._composer: Composer | None = None
-        self.observation_space = TextSpace()
-        self.action_space = TextSpace()
+        self.observation_space = self.action_space = _TEXT
         self.task: Task | None = None
         self.session: Session | None = None
         self._gateway: Gateway | None = None
@@ -128,6 +130,7 @@ class CompoWorldEnv(gym.Env[str, str]):
         self.messages = [{"role": "system", "content": system},
                          {"role": "user", "content": task.instruction}]
         self._task_dict = task.model_dump(mode="json")
+        self._task_nested = [k for k, v in self._task_dict.items() if isinstance(v, dict)]
         self._steps, self._done, self._result = 0, False, None
         self._last_obs = reset_observation(system, self._tools, task.instruction)
         return self._last_obs, self._info()
@@ -200,12 +203,18 @@ class CompoWorldEnv(gym.Env[str, str]):
         # Fresh dicts each call (Gymnasium's contract); the transcript list is shared on purpose:
         # it is the episode's growing message log, and copying it would make steps O(n).
         info: dict[str, Any] = {"messages": self.messages, "tools": self._tools,
-                                "task": _fresh(self._task_dict), "step": self._steps}
+                                "task": self._task_copy(), "step": self._steps}
         if self._result is not None:
             info["rubric"] = [c.model_dump() for c in self._result.criteria]
             info["score"] = self._result.score
             info["binary"] = self._result.binary
         return info
+
+    def _task_copy(self) -> dict[str, Any]:
+        copy = dict(self._task_dict)
+        for key in self._task_nested:
+            copy[key] = _fresh(copy[key])
+        return copy
 
     def render(self) -> str | None:
         if self.render_mode != "ansi":

@@ -11,27 +11,39 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from compoenv.actions import (MAX_ACTION_CHARS, MAX_JSON_DEPTH, CallError, ParsedAction, ToolCall,
-                              parse_action, render_calls, to_openai_tool_calls)
+from compoenv.actions import (MAX_ACTION_CHARS, MAX_JSON_DEPTH, CallError, ParsedAction,
+                              ToolCall, parse_action, render_calls, to_openai_tool_calls)
 
 SCHEMAS: dict[str, dict[str, Any]] = {
     "weather__forecast": {"type": "object", "properties": {
         "city": {"type": "string"}, "days": {"type": "integer"}, "zip": {"type": "string"},
-        "metric": {"type": "boolean"}, "tags": {"type": "array"}, "note": {"anyOf": [
-            {"type": "string"}, {"type": "null"}]}, "ratio": {"type": "number"}}},
+        "metric": {"type": "boolean"}, "tags": {"type": "array"}, "ratio": {"type": "number"},
+        "note": {"anyOf": [{"type": "string"}, {"type": "null"}]}}},
     "contacts__find": {"type": "object", "properties": {"name": {"type": "string"}}},
 }
+OPENAI_CALL = {"id": "abc", "type": "function",
+               "function": {"name": "a__b", "arguments": '{"x": 1}'}}
 
 
 def calls_of(parsed: ParsedAction) -> list[tuple[str, dict[str, Any], str]]:
-    """(name, arguments, id) of every call, failing on a CallError."""
-    for call in parsed.calls:
-        assert isinstance(call, ToolCall), call
+    """(name, arguments, id) of every call; fails on a CallError."""
+    assert all(isinstance(c, ToolCall) for c in parsed.calls), parsed.calls
     return [(c.name, c.arguments, c.id) for c in parsed.calls]  # type: ignore[union-attr]
 
 
 def hermes(name: str, arguments: Any, key: str = "arguments") -> str:
-    return f'<tool_call>\n{json.dumps({"name": name, key: arguments})}\n</tool_call>'
+    return f"<tool_call>\n{json.dumps({'name': name, key: arguments})}\n</tool_call>"
+
+
+def qwen(name: str, params: dict[str, str], wrap: bool = True) -> str:
+    body = "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in params.items())
+    text = f"<function={name}>\n{body}</function>"
+    return f"<tool_call>\n{text}\n</tool_call>" if wrap else text
+
+
+def table(cases: list[tuple[Any, ...]]) -> dict[str, Any]:
+    """parametrize kwargs for a table whose first column is the case id."""
+    return {"argvalues": [c[1:] for c in cases], "ids": [c[0] for c in cases]}
 
 
 # --- hermes ---------------------------------------------------------------------------------
@@ -43,147 +55,161 @@ HERMES_CASES = [
     ("content_before_and_between",
      "Let me look.\n" + hermes("a__b", {}) + "\nthen\n" + hermes("c__d", {}) + "\n",
      [("a__b", {}, "call_0"), ("c__d", {}, "call_1")], "Let me look.\nthen"),
-    ("no_whitespace_around_json", '<tool_call>{"name":"a__b","arguments":{"x":"y"}}</tool_call>',
+    ("no_whitespace", '<tool_call>{"name":"a__b","arguments":{"x":"y"}}</tool_call>',
      [("a__b", {"x": "y"}, "call_0")], ""),
     ("arguments_as_json_string", hermes("a__b", json.dumps({"x": [1, 2]})),
      [("a__b", {"x": [1, 2]}, "call_0")], ""),
-    ("parameters_alias", hermes("a__b", {"x": 1}, key="parameters"), [("a__b", {"x": 1}, "call_0")], ""),
-    ("missing_arguments_is_empty", '<tool_call>{"name": "a__b"}</tool_call>', [("a__b", {}, "call_0")], ""),
+    ("parameters_alias", hermes("a__b", {"x": 1}, key="parameters"),
+     [("a__b", {"x": 1}, "call_0")], ""),
+    ("missing_arguments_is_empty", '<tool_call>{"name": "a__b"}</tool_call>',
+     [("a__b", {}, "call_0")], ""),
     ("empty_arguments_string", hermes("a__b", ""), [("a__b", {}, "call_0")], ""),
     ("name_is_stripped", hermes("  a__b\n", {}), [("a__b", {}, "call_0")], ""),
-    ("fenced_json_inside_tag", '<tool_call>\n```json\n{"name": "a__b", "arguments": {}}\n```\n</tool_call>',
+    ("fenced_json_inside_tag",
+     '<tool_call>\n```json\n{"name": "a__b", "arguments": {}}\n```\n</tool_call>',
      [("a__b", {}, "call_0")], ""),
-    ("escaped_close_tag_in_string", '<tool_call>{"name": "a__b", "arguments": {"t": "<\\/tool_call>"}}'
-     '</tool_call>', [("a__b", {"t": "</tool_call>"}, "call_0")], ""),
-    ("unicode_arguments", hermes("a__b", {"city": "Zürich 東京"}), [("a__b", {"city": "Zürich 東京"}, "call_0")], ""),
+    ("escaped_close_tag_in_string",
+     '<tool_call>{"name": "a__b", "arguments": {"t": "<\\/tool_call>"}}</tool_call>',
+     [("a__b", {"t": "</tool_call>"}, "call_0")], ""),
+    ("unicode", hermes("a__b", {"city": "Zürich 東京"}),
+     [("a__b", {"city": "Zürich 東京"}, "call_0")], ""),
+    ("json_prefix_then_tags", '{"thought": 1}\n' + hermes("a__b", {}),
+     [("a__b", {}, "call_0")], '{"thought": 1}'),
 ]
 
 
-@pytest.mark.parametrize("action,expected,content", [c[1:] for c in HERMES_CASES],
-                         ids=[c[0] for c in HERMES_CASES])
-def test_hermes_calls_are_parsed_in_order_with_content(action: str, expected: list, content: str) -> None:
+@pytest.mark.parametrize("action,expected,content", **table(HERMES_CASES))
+def test_hermes_calls_are_parsed_in_order_with_content(action: str, expected: list,
+                                                       content: str) -> None:
     parsed = parse_action(action)
-    assert parsed.format == "hermes"
-    assert calls_of(parsed) == expected
-    assert parsed.content == content
+    assert (parsed.format, calls_of(parsed), parsed.content) == ("hermes", expected, content)
     assert not parsed.is_final
+
+
+def test_mixed_tag_formats_keep_order_and_report_the_first_format() -> None:
+    parsed = parse_action(hermes("a__b", {}) + qwen("c__d", {"k": "v"}), SCHEMAS)
+    assert parsed.format == "hermes"
+    assert calls_of(parsed) == [("a__b", {}, "call_0"), ("c__d", {"k": "v"}, "call_1")]
 
 
 # --- qwen3_coder ----------------------------------------------------------------------------
 
-def qwen(name: str, params: dict[str, str], wrap: bool = True) -> str:
-    body = "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in params.items())
-    text = f"<function={name}>\n{body}</function>"
-    return f"<tool_call>\n{text}\n</tool_call>" if wrap else text
-
-
 QWEN_CASES = [
-    ("typed_by_schema", qwen("weather__forecast", {"city": "Paris", "days": "3", "zip": "007",
-                                                   "metric": "true", "tags": '["a"]', "ratio": "0.5"}),
-     [("weather__forecast", {"city": "Paris", "days": 3, "zip": "007", "metric": True, "tags": ["a"],
-                             "ratio": 0.5}, "call_0")], ""),
-    ("string_schema_keeps_json_looking_text", qwen("weather__forecast", {"city": "3", "zip": "[1]"}),
+    ("typed_by_schema",
+     qwen("weather__forecast", {"city": "Paris", "days": "3", "zip": "007", "metric": "true",
+                                "tags": '["a"]', "ratio": "0.5"}),
+     [("weather__forecast", {"city": "Paris", "days": 3, "zip": "007", "metric": True,
+                             "tags": ["a"], "ratio": 0.5}, "call_0")], ""),
+    ("string_schema_keeps_json_looking_text",
+     qwen("weather__forecast", {"city": "3", "zip": "[1]"}),
      [("weather__forecast", {"city": "3", "zip": "[1]"}, "call_0")], ""),
-    ("string_or_null_anyof", qwen("weather__forecast", {"note": "null"}) + qwen("weather__forecast", {"note": "1"}),
-     [("weather__forecast", {"note": None}, "call_0"), ("weather__forecast", {"note": "1"}, "call_1")], ""),
+    ("string_or_null_anyof",
+     qwen("weather__forecast", {"note": "null"}) + qwen("weather__forecast", {"note": "1"}),
+     [("weather__forecast", {"note": None}, "call_0"),
+      ("weather__forecast", {"note": "1"}, "call_1")], ""),
     ("bad_typed_value_stays_raw_for_validation", qwen("weather__forecast", {"days": "three"}),
      [("weather__forecast", {"days": "three"}, "call_0")], ""),
     ("python_style_boolean", qwen("weather__forecast", {"metric": "False"}),
      [("weather__forecast", {"metric": False}, "call_0")], ""),
-    ("only_one_newline_stripped_each_side", qwen("contacts__find", {"name": "\n  Ada\nLovelace \n"}),
+    ("one_newline_stripped_each_side", qwen("contacts__find", {"name": "\n  Ada\nLovelace \n"}),
      [("contacts__find", {"name": "\n  Ada\nLovelace \n"}, "call_0")], ""),
-    ("unknown_tool_guesses_json_types", qwen("zz__unknown", {"n": "3", "s": "Paris", "b": "true", "o": '{"k": 1}',
-                                                             "q": '"quoted"', "z": "null", "f": "-1.5e3"}),
+    ("unknown_tool_decodes_only_non_string_json",
+     qwen("zz__unknown", {"n": "3", "s": "Paris", "b": "true", "o": '{"k": 1}', "q": '"quoted"',
+                          "z": "null", "f": "-1.5e3", "bad": "{oops"}),
      [("zz__unknown", {"n": 3, "s": "Paris", "b": True, "o": {"k": 1}, "q": '"quoted"', "z": None,
-                       "f": -1500.0}, "call_0")], ""),
+                       "f": -1500.0, "bad": "{oops"}, "call_0")], ""),
     ("without_tool_call_wrapper", qwen("contacts__find", {"name": "Ada"}, wrap=False),
      [("contacts__find", {"name": "Ada"}, "call_0")], ""),
-    ("dangling_close_tag_swallowed", qwen("contacts__find", {"name": "Ada"}, wrap=False) + "\n</tool_call>",
+    ("dangling_close_tag_swallowed",
+     qwen("contacts__find", {"name": "Ada"}, wrap=False) + "\n</tool_call>",
      [("contacts__find", {"name": "Ada"}, "call_0")], ""),
-    ("several_with_content", "Checking.\n" + qwen("contacts__find", {"name": "A"}) + "\n"
+    ("several_with_content",
+     "Checking.\n" + qwen("contacts__find", {"name": "A"}) + "\n"
      + qwen("contacts__find", {"name": "B"}) + "\nDone?",
-     [("contacts__find", {"name": "A"}, "call_0"), ("contacts__find", {"name": "B"}, "call_1")], "Checking.\nDone?"),
+     [("contacts__find", {"name": "A"}, "call_0"), ("contacts__find", {"name": "B"}, "call_1")],
+     "Checking.\nDone?"),
     ("no_parameters", qwen("contacts__list", {}), [("contacts__list", {}, "call_0")], ""),
     ("missing_parameter_close_is_lenient",
      "<function=contacts__find>\n<parameter=name>\nAda\n<parameter=x>\n1\n</function>",
      [("contacts__find", {"name": "Ada", "x": 1}, "call_0")], ""),
-    ("missing_function_close_inside_block", "<tool_call>\n<function=a__b>\n<parameter=k>\nv\n</parameter>\n</tool_call>",
+    ("missing_function_close_inside_block",
+     "<tool_call>\n<function=a__b>\n<parameter=k>\nv\n</parameter>\n</tool_call>",
      [("a__b", {"k": "v"}, "call_0")], ""),
 ]
 
 
-@pytest.mark.parametrize("action,expected,content", [c[1:] for c in QWEN_CASES], ids=[c[0] for c in QWEN_CASES])
+@pytest.mark.parametrize("action,expected,content", **table(QWEN_CASES))
 def test_qwen3_coder_calls_are_typed_by_schema(action: str, expected: list, content: str) -> None:
     parsed = parse_action(action, SCHEMAS)
-    assert parsed.format == "qwen3_coder"
-    assert calls_of(parsed) == expected
-    assert parsed.content == content
+    assert (parsed.format, calls_of(parsed), parsed.content) == ("qwen3_coder", expected, content)
 
 
 def test_qwen3_coder_accepts_openai_tool_entries_as_schemas() -> None:
     schemas = {"a__b": {"type": "function", "function": {"name": "a__b", "parameters": {
         "type": "object", "properties": {"k": {"type": "string"}}}}}}
-    assert calls_of(parse_action(qwen("a__b", {"k": "12"}), schemas)) == [("a__b", {"k": "12"}, "call_0")]
+    parsed = parse_action(qwen("a__b", {"k": "12"}), schemas)
+    assert calls_of(parsed) == [("a__b", {"k": "12"}, "call_0")]
 
 
 # --- json and openai ------------------------------------------------------------------------
 
-OPENAI_CALL = {"id": "abc", "type": "function", "function": {"name": "a__b", "arguments": '{"x": 1}'}}
-
 JSON_CASES = [
-    ("bare_object", '{"name": "a__b", "arguments": {"x": 1}}', "json", [("a__b", {"x": 1}, "call_0")]),
-    ("bare_list", ' [{"name": "a__b", "arguments": {}}, {"name": "c__d", "parameters": {"y": 2}}]\n', "json",
-     [("a__b", {}, "call_0"), ("c__d", {"y": 2}, "call_1")]),
-    ("fenced_json", '```json\n{"name": "a__b", "arguments": {}}\n```', "json", [("a__b", {}, "call_0")]),
-    ("fenced_no_language", '```\n[{"name": "a__b", "arguments": "{}"}]\n```', "json", [("a__b", {}, "call_0")]),
-    ("name_known_from_schemas", '{"name": "contacts__find"}', "json", [("contacts__find", {}, "call_0")]),
-    ("openai_tool_calls_string", json.dumps({"content": "hi", "tool_calls": [OPENAI_CALL]}), "openai",
-     [("a__b", {"x": 1}, "abc")]),
-    ("openai_list_string", json.dumps([OPENAI_CALL, {"type": "function", "function": {"name": "c__d"}}]), "openai",
-     [("a__b", {"x": 1}, "call_0"), ("c__d", {}, "call_1")]),
-    ("json_mentioning_tags_is_json", '{"name": "a__b", "arguments": {"t": "<tool_call> and <function=x>"}}', "json",
-     [("a__b", {"t": "<tool_call> and <function=x>"}, "call_0")]),
+    ("bare_object", '{"name": "a__b", "arguments": {"x": 1}}', "json", [("a__b", {"x": 1})]),
+    ("bare_list",
+     ' [{"name": "a__b", "arguments": {}}, {"name": "c__d", "parameters": {"y": 2}}]\n',
+     "json", [("a__b", {}), ("c__d", {"y": 2})]),
+    ("fenced_json", '```json\n{"name": "a__b", "arguments": {}}\n```', "json", [("a__b", {})]),
+    ("fenced_no_language", '```\n[{"name": "a__b", "arguments": "{}"}]\n```', "json",
+     [("a__b", {})]),
+    ("name_known_from_schemas", '{"name": "contacts__find"}', "json", [("contacts__find", {})]),
+    ("openai_message_string", json.dumps({"content": "hi", "tool_calls": [OPENAI_CALL]}), "openai",
+     [("a__b", {"x": 1})]),
+    ("openai_list_string",
+     json.dumps([OPENAI_CALL, {"type": "function", "function": {"name": "c__d"}}]), "openai",
+     [("a__b", {"x": 1}), ("c__d", {})]),
+    ("json_mentioning_tags_is_json",
+     '{"name": "a__b", "arguments": {"t": "<tool_call> and <function=x>"}}', "json",
+     [("a__b", {"t": "<tool_call> and <function=x>"})]),
 ]
 
 
-@pytest.mark.parametrize("action,fmt,expected", [c[1:] for c in JSON_CASES], ids=[c[0] for c in JSON_CASES])
-def test_json_action_that_is_entirely_a_call_is_parsed(action: str, fmt: str, expected: list) -> None:
+@pytest.mark.parametrize("action,fmt,expected", **table(JSON_CASES))
+def test_action_that_is_entirely_call_json_is_parsed(action: str, fmt: str, expected: list) -> None:
     parsed = parse_action(action, SCHEMAS)
     assert parsed.format == fmt
-    assert [(n, a) for n, a, _ in calls_of(parsed)] == [(n, a) for n, a, _ in expected]
+    assert [(name, arguments) for name, arguments, _ in calls_of(parsed)] == expected
 
 
-def test_openai_string_keeps_given_ids_and_content() -> None:
+def test_openai_json_string_keeps_given_ids_and_content() -> None:
     parsed = parse_action(json.dumps({"content": " hi ", "tool_calls": [OPENAI_CALL]}))
-    assert calls_of(parsed) == [("a__b", {"x": 1}, "abc")]
-    assert parsed.content == "hi"
+    assert (calls_of(parsed), parsed.content) == ([("a__b", {"x": 1}, "abc")], "hi")
 
 
 OPENAI_CASES = [
-    ("message_with_tool_calls", {"role": "assistant", "content": "ok", "tool_calls": [OPENAI_CALL]}, "openai",
-     [("a__b", {"x": 1}, "abc")], "ok"),
-    ("message_null_content", {"role": "assistant", "content": None, "tool_calls": [OPENAI_CALL]}, "openai",
-     [("a__b", {"x": 1}, "abc")], ""),
-    ("arguments_as_dict_and_missing_id",
-     [OPENAI_CALL, {"type": "function", "function": {"name": "c__d", "arguments": {"y": [1]}}}], "openai",
-     [("a__b", {"x": 1}, "abc"), ("c__d", {"y": [1]}, "call_1")], ""),
+    ("message_with_tool_calls", {"role": "assistant", "content": "ok", "tool_calls": [OPENAI_CALL]},
+     "openai", [("a__b", {"x": 1}, "abc")], "ok"),
+    ("message_null_content", {"role": "assistant", "content": None, "tool_calls": [OPENAI_CALL]},
+     "openai", [("a__b", {"x": 1}, "abc")], ""),
+    ("arguments_dict_and_missing_id",
+     [OPENAI_CALL, {"type": "function", "function": {"name": "c__d", "arguments": {"y": [1]}}}],
+     "openai", [("a__b", {"x": 1}, "abc"), ("c__d", {"y": [1]}, "call_1")], ""),
     ("single_tool_call_dict", OPENAI_CALL, "openai", [("a__b", {"x": 1}, "abc")], ""),
-    ("flat_name_arguments_dict", {"name": "a__b", "arguments": {"x": 2}}, "openai", [("a__b", {"x": 2}, "call_0")], ""),
+    ("flat_name_arguments_dict", {"name": "a__b", "arguments": {"x": 2}}, "openai",
+     [("a__b", {"x": 2}, "call_0")], ""),
     ("tuple_of_calls", (OPENAI_CALL,), "openai", [("a__b", {"x": 1}, "abc")], ""),
-    ("message_without_calls_is_final", {"role": "assistant", "content": " Paris. ", "tool_calls": []}, None, [],
-     "Paris."),
-    ("content_parts_are_joined", {"role": "assistant", "content": [{"type": "text", "text": "Par"},
-                                                                    {"type": "text", "text": "is"}]}, None, [], "Paris"),
-    ("tags_in_message_content", {"role": "assistant", "content": "x " + hermes("a__b", {})}, "hermes",
-     [("a__b", {}, "call_0")], "x"),
+    ("message_without_calls_is_final",
+     {"role": "assistant", "content": " Paris. ", "tool_calls": []}, None, [], "Paris."),
+    ("content_parts_are_joined", {"role": "assistant", "content": [
+        {"type": "text", "text": "Par"}, {"type": "text", "text": "is"}]}, None, [], "Paris"),
+    ("tags_in_message_content", {"role": "assistant", "content": "x " + hermes("a__b", {})},
+     "hermes", [("a__b", {}, "call_0")], "x"),
     ("empty_list_is_final", [], None, [], ""),
 ]
 
 
-@pytest.mark.parametrize("action,fmt,expected,content", [c[1:] for c in OPENAI_CASES],
-                         ids=[c[0] for c in OPENAI_CASES])
-def test_openai_messages_and_tool_call_lists_are_parsed(action: Any, fmt: str | None, expected: list,
-                                                        content: str) -> None:
+@pytest.mark.parametrize("action,fmt,expected,content", **table(OPENAI_CASES))
+def test_openai_messages_and_tool_call_lists_are_parsed(action: Any, fmt: str | None,
+                                                        expected: list, content: str) -> None:
     parsed = parse_action(action)
     assert (parsed.format, calls_of(parsed), parsed.content) == (fmt, expected, content)
 
@@ -191,7 +217,8 @@ def test_openai_messages_and_tool_call_lists_are_parsed(action: Any, fmt: str | 
 def test_openai_mapping_arguments_are_copied_not_shared() -> None:
     arguments = {"x": 1}
     call = parse_action({"name": "a__b", "arguments": arguments}).calls[0]
-    assert isinstance(call, ToolCall) and call.arguments == arguments and call.arguments is not arguments
+    assert isinstance(call, ToolCall)
+    assert call.arguments == arguments and call.arguments is not arguments
 
 
 # --- final answers --------------------------------------------------------------------------
@@ -204,8 +231,8 @@ FINAL_CASES = [
     ("json_scalar_list", "[1, 2, 3]"),
     ("broken_json_without_call_keys", "[1] Paris is the capital"),
     ("code_fence_of_python", "```python\nprint('hi')\n```"),
-    ("fence_with_prose_after", '```json\n{"name": "a", "arguments": {}}\n```\nThat is what I would call.'),
-    ("tag_like_words", "use <tool_call without closing bracket or <function name>"),
+    ("fence_with_prose_after", '```json\n{"name": "a", "arguments": {}}\n```\nI would call that.'),
+    ("tag_like_words", "use <tool_call without a bracket or <function name>"),
     ("empty", ""),
     ("deep_brackets_without_call_keys", "[" * 1000),
 ]
@@ -220,41 +247,58 @@ def test_text_without_call_syntax_is_a_final_answer(text: str) -> None:
 
 # --- errors ---------------------------------------------------------------------------------
 
-DEEP = '{"name": "a__b", "arguments": ' + '{"k": ' * (MAX_JSON_DEPTH + 1) + "1" + "}" * (MAX_JSON_DEPTH + 2)
-OK_DEPTH = '{"name": "a__b", "arguments": ' + '{"k": ' * (MAX_JSON_DEPTH - 1) + "1" + "}" * MAX_JSON_DEPTH
+def nested(depth: int) -> str:
+    """A call whose arguments nest ``depth`` objects deep in all."""
+    return ('{"name": "a__b", "arguments": ' + '{"k": ' * (depth - 1) + "1"
+            + "}" * (depth - 1) + "}")
+
 
 ERROR_CASES: list[tuple[str, Any, str]] = [
     ("malformed_json", '<tool_call>{"name": "a__b", "arguments": {"x": 1}</tool_call>',
      "invalid JSON in <tool_call> at char 38: Expecting ',' delimiter"),
     ("python_dict_quotes", "<tool_call>{'name': 'a__b'}</tool_call>", "use double-quoted keys"),
     ("json_array_not_object", "<tool_call>[1, 2]</tool_call>", "expected a JSON object like"),
-    ("json_string_not_object", '<tool_call>"a__b"</tool_call>', "got string"),
-    ("missing_name", '<tool_call>{"arguments": {}}</tool_call>', "missing \"name\" in <tool_call>, got keys ['arguments']"),
-    ("non_string_name", '<tool_call>{"name": 7, "arguments": {}}</tool_call>', '"name" in <tool_call> must be a string, got integer'),
+    ("json_string_not_object", '<tool_call>"a__b"</tool_call>', "got string 'a__b'"),
+    ("missing_name", '<tool_call>{"arguments": {}}</tool_call>',
+     "missing \"name\" in <tool_call>, got keys ['arguments']"),
+    ("non_string_name", '<tool_call>{"name": 7, "arguments": {}}</tool_call>',
+     '"name" in <tool_call> must be a string, got integer 7'),
     ("null_name", '<tool_call>{"name": null}</tool_call>', "must be a string, got null"),
     ("empty_name", '<tool_call>{"name": "  ", "arguments": {}}</tool_call>', 'empty "name"'),
-    ("arguments_array", hermes("a__b", [1]), "\"arguments\" of 'a__b' must be a JSON object"),
+    ("arguments_array", hermes("a__b", [1]),
+     "\"arguments\" of 'a__b' must be a JSON object like"),
     ("arguments_number", hermes("a__b", 3), "got integer 3"),
-    ("arguments_string_bad_json", hermes("a__b", "{x: 1}"), "invalid JSON in the \"arguments\" string of 'a__b' at char 1"),
+    ("arguments_string_bad_json", hermes("a__b", "{x: 1}"),
+     "invalid JSON in the \"arguments\" string of 'a__b' at char 1"),
     ("arguments_string_not_object", hermes("a__b", "[1]"), "must be a JSON object"),
-    ("too_deep", f"<tool_call>{DEEP}</tool_call>", f"nested more than {MAX_JSON_DEPTH} levels deep"),
-    ("too_deep_list", "<tool_call>" + "[" * 5000 + "]" * 5000 + "</tool_call>", "nested more than 64"),
+    ("too_deep", f"<tool_call>{nested(MAX_JSON_DEPTH + 1)}</tool_call>",
+     f"nested more than {MAX_JSON_DEPTH} levels deep"),
+    ("too_deep_list", "<tool_call>" + "[" * 5000 + "]" * 5000 + "</tool_call>",
+     "nested more than 64"),
     ("control_character", '<tool_call>{"name": "a__b", "arguments": {"x": "a\x01b"}}</tool_call>',
      "Invalid control character"),
     ("raw_newline_in_string", '<tool_call>{"name": "a__b", "arguments": {"x": "a\nb"}}</tool_call>',
      "escape newlines and tabs"),
-    ("nan", '<tool_call>{"name": "a__b", "arguments": {"x": NaN}}</tool_call>', "NaN is not valid JSON"),
-    ("huge_integer", '<tool_call>{"name": "a__b", "arguments": {"x": ' + "9" * 5000 + "}}</tool_call>", "4300"),
-    ("unterminated_tool_call", 'ok <tool_call>{"name": "a__b", "arguments": {}}', "unterminated <tool_call>"),
-    ("second_open_before_close", '<tool_call>{"name": "a__b"\n<tool_call>{"name": "c__d"}</tool_call>',
+    ("nan", '<tool_call>{"name": "a__b", "arguments": {"x": NaN}}</tool_call>',
+     "NaN is not valid JSON"),
+    ("huge_integer",
+     '<tool_call>{"name": "a__b", "arguments": {"x": ' + "9" * 5000 + "}}</tool_call>",
+     "4300"),
+    ("unterminated_tool_call", 'ok <tool_call>{"name": "a__b", "arguments": {}}',
+     "unterminated <tool_call>"),
+    ("second_open_before_close",
+     '<tool_call>{"name": "a__b"\n<tool_call>{"name": "c__d"}</tool_call>',
      "a second <tool_call> opened"),
     ("empty_tool_call", "<tool_call>\n</tool_call>", "empty <tool_call>"),
-    ("unterminated_function", "<function=a__b>\n<parameter=x>\n1\n</parameter>", "unterminated <function=...>"),
+    ("unterminated_function", "<function=a__b>\n<parameter=x>\n1\n</parameter>",
+     "unterminated <function=...>"),
     ("empty_function_name", "<function= >\n</function>", "malformed <function=...>"),
-    ("empty_parameter_name", "<function=a__b>\n<parameter=>\n1\n</parameter>\n</function>", "malformed <parameter=...>"),
+    ("empty_parameter_name", "<function=a__b>\n<parameter=>\n1\n</parameter>\n</function>",
+     "malformed <parameter=...>"),
     ("bare_json_broken", '{"name": "a__b", "arguments": {', "invalid JSON in the action at char"),
     ("bare_list_with_junk", '[{"name": "a__b", "arguments": {}}, 5]', "got integer 5"),
-    ("too_long", "x" * (MAX_ACTION_CHARS + 1), f"{MAX_ACTION_CHARS + 1:,} characters, over the limit of"),
+    ("too_long", "x" * (MAX_ACTION_CHARS + 1),
+     f"{MAX_ACTION_CHARS + 1:,} characters, over the limit of {MAX_ACTION_CHARS:,}"),
     ("none", None, "unsupported action type NoneType"),
     ("int", 42, "unsupported action type int"),
     ("bytes", b"<tool_call>", "unsupported action type bytes"),
@@ -262,38 +306,50 @@ ERROR_CASES: list[tuple[str, Any, str]] = [
     ("unknown_mapping", {"foo": 1}, "unrecognised action dict with keys ['foo']"),
     ("tool_calls_not_list", {"tool_calls": "a__b"}, '"tool_calls" must be a list'),
     ("tool_call_not_mapping", [OPENAI_CALL, 3], "in tool call #1, got integer 3"),
-    ("function_not_object", [{"type": "function", "function": "a__b"}], '"function" in tool call #0 must be an object'),
+    ("function_not_object", [{"type": "function", "function": "a__b"}],
+     '"function" in tool call #0 must be an object'),
     ("openai_arguments_bad_json", [{"function": {"name": "a__b", "arguments": "{"}}],
      "invalid JSON in the \"arguments\" string of 'a__b'"),
     ("openai_missing_name", [{"function": {"arguments": "{}"}}], 'missing "name" in tool call #0'),
 ]
 
 
-@pytest.mark.parametrize("action,expected", [c[1:] for c in ERROR_CASES], ids=[c[0] for c in ERROR_CASES])
+@pytest.mark.parametrize("action,expected", **table(ERROR_CASES))
 def test_bad_calls_become_call_errors_with_specific_messages(action: Any, expected: str) -> None:
     parsed = parse_action(action)
     errors = [c for c in parsed.calls if isinstance(c, CallError)]
-    assert errors, parsed
+    assert errors and not parsed.is_final, parsed
     assert expected in errors[0].message
-    assert not parsed.is_final
     assert len(errors[0].raw) <= 200
     assert len(errors[0].message) < 600  # quotes are capped, even for 1 MB inputs
 
 
 def test_depth_at_the_limit_still_parses() -> None:
-    assert isinstance(parse_action(f"<tool_call>{OK_DEPTH}</tool_call>").calls[0], ToolCall)
+    parsed = parse_action(f"<tool_call>{nested(MAX_JSON_DEPTH)}</tool_call>")
+    assert isinstance(parsed.calls[0], ToolCall)
+
+
+def test_too_long_action_is_rejected_whole_without_a_format() -> None:
+    parsed = parse_action(hermes("a__b", {"x": "y" * MAX_ACTION_CHARS}))
+    assert parsed.format is None and parsed.content == "" and len(parsed.calls) == 1
 
 
 def test_errors_keep_position_ids_and_recovered_names() -> None:
-    action = hermes("a__b", {}) + '<tool_call>{"name": "c__d", "arguments": {</tool_call>' + hermes("e__f", {})
-    first, second, third = parse_action(action).calls
+    bad = '<tool_call>{"name": "c__d", "arguments": {</tool_call>'
+    first, second, third = parse_action(hermes("a__b", {}) + bad + hermes("e__f", {})).calls
     assert isinstance(first, ToolCall) and isinstance(third, ToolCall) and third.id == "call_2"
     assert isinstance(second, CallError) and (second.id, second.name) == ("call_1", "c__d")
 
 
+def test_openai_errors_keep_the_given_id() -> None:
+    error = parse_action([{"id": "x9", "function": {"name": "a__b", "arguments": "[]"}}]).calls[0]
+    assert isinstance(error, CallError) and (error.id, error.name) == ("x9", "a__b")
+
+
 def test_unterminated_qwen_call_recovers_the_name() -> None:
     error = parse_action("<tool_call>\n<function=a__b>\n<parameter=x>\n1").calls[0]
-    assert isinstance(error, CallError) and error.name == "a__b" and "unterminated <tool_call>" in error.message
+    assert isinstance(error, CallError) and error.name == "a__b"
+    assert "unterminated <tool_call>" in error.message
 
 
 def test_error_message_quotes_at_most_80_chars_of_input() -> None:
@@ -307,7 +363,8 @@ def test_broken_repr_of_an_unsupported_action_does_not_raise() -> None:
         def __repr__(self) -> str:
             raise RuntimeError("no repr")
 
-    assert "unsupported action type Hostile" in parse_action(Hostile()).calls[0].message  # type: ignore[arg-type,union-attr]
+    error = parse_action(Hostile()).calls[0]  # type: ignore[arg-type]
+    assert isinstance(error, CallError) and "unsupported action type Hostile" in error.message
 
 
 @pytest.mark.parametrize("text", [
@@ -317,7 +374,8 @@ def test_broken_repr_of_an_unsupported_action_does_not_raise() -> None:
     '{"name": "' * 100_000,
     "<function=x>" + "<parameter=a>" * 60_000 + "</function>",
     '["' + '\\"' * 500_000,
-], ids=["tool_call_tags", "open_braces", "open_brackets_in_tag", "name_prefixes", "parameters", "escapes"])
+], ids=["tool_call_tags", "open_braces", "open_brackets_in_tag", "name_prefixes", "parameters",
+        "escapes"])
 def test_hostile_megabyte_input_parses_in_linear_time(text: str) -> None:
     start = time.perf_counter()
     parse_action(text)
@@ -331,8 +389,14 @@ CALLS = [ToolCall("a__b", {"city": "Zürich", "n": 2}, "call_0"), ToolCall("c__d
 
 def test_render_hermes_matches_the_documented_layout() -> None:
     assert render_calls(CALLS, "hermes", "Hi") == (
-        'Hi\n<tool_call>\n{"name": "a__b", "arguments": {"city": "Zürich", "n": 2}}\n</tool_call>\n'
+        'Hi\n<tool_call>\n{"name": "a__b", "arguments": {"city": "Zürich", "n": 2}}\n'
+        '</tool_call>\n'
         '<tool_call>\n{"name": "c__d", "arguments": {}}\n</tool_call>')
+
+
+def test_render_hermes_escapes_a_close_tag_inside_strings() -> None:
+    call = ToolCall("a__b", {"t": "x</tool_call>y"}, "call_0")
+    assert calls_of(parse_action(render_calls([call]))) == [("a__b", call.arguments, "call_0")]
 
 
 def test_render_qwen3_coder_matches_the_documented_layout() -> None:
@@ -342,13 +406,15 @@ def test_render_qwen3_coder_matches_the_documented_layout() -> None:
 
 
 def test_render_json_is_an_object_for_one_call_and_a_list_for_several() -> None:
-    assert json.loads(render_calls(CALLS[:1], "json")) == {"name": "a__b", "arguments": {"city": "Zürich", "n": 2}}
+    assert json.loads(render_calls(CALLS[:1], "json")) == {
+        "name": "a__b", "arguments": {"city": "Zürich", "n": 2}}
     assert [c["name"] for c in json.loads(render_calls(CALLS, "json"))] == ["a__b", "c__d"]
 
 
-def test_render_without_calls_is_the_content() -> None:
-    assert render_calls([], "hermes", "Paris") == "Paris"
-    assert parse_action(render_calls([], "qwen3_coder", "Paris")).is_final
+@pytest.mark.parametrize("fmt", ["hermes", "qwen3_coder", "json", "openai"])
+def test_render_without_calls_is_the_content_alone(fmt: str) -> None:
+    content = "" if fmt == "json" else "Paris"
+    assert render_calls([], fmt, content) == content
 
 
 def test_render_openai_round_trips_ids_and_content() -> None:
@@ -374,59 +440,62 @@ WORDS = st.text(alphabet=string.ascii_lowercase + string.digits + "_", min_size=
 NAMES = st.tuples(WORDS, WORDS).map("__".join)
 KEYS = st.text(alphabet=string.ascii_letters + "_", min_size=1, max_size=8)
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    st.none() | st.booleans() | st.integers() | st.text()
+    | st.floats(allow_nan=False, allow_infinity=False),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.text(max_size=8), inner, max_size=3),
     max_leaves=8)
 QWEN_UNSAFE = ("</parameter>", "</function>", "</tool_call>")  # raw-text values cannot hold these
 FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+JSON_TYPE_NAMES = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"),
+                   (dict, "object"), (list, "array"), (type(None), "null"))
 
 
 def json_type(value: Any) -> str:
-    for kind, name in ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"),
-                       (dict, "object"), (list, "array")):
-        if isinstance(value, kind):
-            return name
-    return "null"
+    return next(name for kind, name in JSON_TYPE_NAMES if isinstance(value, kind))
 
 
 def call_lists(keys: st.SearchStrategy[str]) -> st.SearchStrategy[list[ToolCall]]:
-    call = st.builds(lambda n, a: (n, a), NAMES, st.dictionaries(keys, JSON_VALUES, max_size=4))
+    call = st.tuples(NAMES, st.dictionaries(keys, JSON_VALUES, max_size=4))
     return st.lists(call, min_size=1, max_size=3, unique_by=lambda item: item[0]).map(
         lambda items: [ToolCall(n, a, f"call_{i}") for i, (n, a) in enumerate(items)])
+
+
+def names_and_arguments(calls: Any) -> list[tuple[str, Any]]:
+    return [(c.name, c.arguments) for c in calls]
 
 
 @FAST
 @given(calls=call_lists(st.text(max_size=10)), fmt=st.sampled_from(["hermes", "json", "openai"]))
 def test_render_then_parse_round_trips_json_formats(calls: list[ToolCall], fmt: str) -> None:
     parsed = parse_action(render_calls(calls, fmt))
-    assert [(c.name, c.arguments) for c in parsed.calls] == [(c.name, c.arguments) for c in calls]  # type: ignore[union-attr]
+    assert names_and_arguments(parsed.calls) == names_and_arguments(calls)
 
 
 @FAST
 @given(calls=call_lists(KEYS))
 def test_render_then_parse_round_trips_qwen3_coder_given_schemas(calls: list[ToolCall]) -> None:
-    assume(not any(bad in json.dumps(c.arguments, ensure_ascii=False) for c in calls for bad in QWEN_UNSAFE))
-    schemas: dict[str, dict[str, Any]] = {}
-    for call in calls:
-        props = schemas.setdefault(call.name, {"type": "object", "properties": {}})["properties"]
-        props.update({k: {"type": json_type(v)} for k, v in call.arguments.items()})
+    assume(not any(bad in json.dumps(c.arguments, ensure_ascii=False)
+                   for c in calls for bad in QWEN_UNSAFE))
+    schemas = {c.name: {"type": "object", "properties": {
+        k: {"type": json_type(v)} for k, v in c.arguments.items()}} for c in calls}
     parsed = parse_action(render_calls(calls, "qwen3_coder"), schemas)
-    assert [(c.name, c.arguments) for c in parsed.calls] == [(c.name, c.arguments) for c in calls]  # type: ignore[union-attr]
+    assert names_and_arguments(parsed.calls) == names_and_arguments(calls)
 
 
 def assert_well_formed(parsed: ParsedAction) -> None:
     assert isinstance(parsed, ParsedAction) and isinstance(parsed.content, str)
     for call in parsed.calls:
-        assert isinstance(call, (ToolCall, CallError))
         if isinstance(call, CallError):
-            assert call.message and len(call.raw) <= 200
+            assert call.message and len(call.raw) <= 200 and call.id
         else:
-            assert call.name and isinstance(call.arguments, dict)
+            assert isinstance(call, ToolCall) and call.name and isinstance(call.arguments, dict)
 
 
-FRAGMENTS = st.sampled_from(["<tool_call>", "</tool_call>", "<function=", "</function>", "<parameter=",
-                             "</parameter>", ">", "{", "}", "[", "]", '"', "\\", ":", ",", "\n", " ", "a",
-                             "```", '"name": "a__b"', '"arguments"', "1", "null", "\x00"])
+FRAGMENTS = st.sampled_from([
+    "<tool_call>", "</tool_call>", "<function=", "</function>", "<parameter=", "</parameter>", ">",
+    "{", "}", "[", "]", '"', "\\", ":", ",", "\n", " ", "a", "```", '"name": "a__b"', '"arguments"',
+    "1", "null", "\x00"])
 
 
 @settings(max_examples=300, deadline=None)
@@ -435,20 +504,23 @@ def test_parse_never_raises_on_arbitrary_text(text: str) -> None:
     assert_well_formed(parse_action(text, SCHEMAS))
 
 
+CALL_KEYS = st.sampled_from(["name", "arguments", "parameters", "function"])
+
+
 @FAST
-@given(value=JSON_VALUES | st.dictionaries(st.sampled_from(["name", "arguments", "parameters", "function"]),
-                                           JSON_VALUES))
+@given(value=JSON_VALUES | st.dictionaries(CALL_KEYS, JSON_VALUES))
 def test_parse_never_raises_on_arbitrary_json_in_tags(value: Any) -> None:
     assert_well_formed(parse_action(f"<tool_call>{json.dumps(value)}</tool_call>"))
     assert_well_formed(parse_action(json.dumps(value)))
 
 
-MAPPING_KEYS = st.sampled_from(["role", "content", "tool_calls", "name", "arguments", "function", "id", "type"])
+MESSAGE_KEYS = st.sampled_from(["role", "content", "tool_calls", "name", "arguments", "function",
+                                "id", "type"])
 
 
 @FAST
-@given(value=st.dictionaries(MAPPING_KEYS | st.text(max_size=5), JSON_VALUES, max_size=5)
-       | st.lists(st.dictionaries(MAPPING_KEYS, JSON_VALUES, max_size=4), max_size=3))
+@given(value=st.dictionaries(MESSAGE_KEYS | st.text(max_size=5), JSON_VALUES, max_size=5)
+       | st.lists(st.dictionaries(MESSAGE_KEYS, JSON_VALUES, max_size=4), max_size=3))
 def test_parse_never_raises_on_arbitrary_mappings(value: Any) -> None:
     assert_well_formed(parse_action(value))
 

@@ -1,0 +1,38 @@
+"""The environment benchmark runs end to end and reports every figure (no timing thresholds)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FIGURES = [
+    "env_steps_per_s", "env_step_us_p50", "env_step_us_p99",
+    "reset_ms_median", "reset_ms_p90", "reset_compose_ms_median",
+    "memory_kb_per_live_env_distinct_tasks", "memory_kb_per_live_env_one_step",
+    "rss_kb_per_live_env_distinct_tasks", "rss_kb_per_live_env_one_step",
+    "step_over_bare_call_ratio", "step_us", "bare_call_us",
+]
+
+
+def test_quick_bench_prints_one_json_object_with_every_figure(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    proc = subprocess.run([sys.executable, "-m", "bench.env", "--quick", "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout)  # stdout holds the JSON object and nothing else
+    assert json.loads(out.read_text()) == result
+    for key in FIGURES:
+        assert isinstance(result[key], (int, float)) and result[key] > 0, (key, result.get(key))
+    assert set(result["targets"]) == set(result["meets"])
+    assert all(isinstance(ok, bool) for ok in result["meets"].values())
+    assert result["python"] and result["platform"]
+    assert result["config"]["quick"] is True and result["config"]["envs"] == 1_000
+
+
+def test_bench_lists_the_env_benchmark() -> None:
+    proc = subprocess.run([sys.executable, "-m", "bench"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert proc.returncode == 0 and "bench.env" in proc.stdout
