@@ -155,27 +155,25 @@ class CompoWorldEnv(gym.Env[str, str]):
             return self._last_obs, 0.0, True, False, self._info()
         self._steps += 1
         parsed = parse_action(action, self._schemas)
-        calls = [c for c in parsed.calls]
         message: dict[str, Any] = {"role": "assistant", "content": parsed.content}
-        if calls:
-            message["tool_calls"] = to_openai_tool_calls(
-                [c for c in calls if not isinstance(c, CallError)])
-            message["tool_calls"] += [
-                {"id": c.id, "type": "function",
-                 "function": {"name": c.name or "invalid_tool_call", "arguments": c.raw}}
-                for c in calls if isinstance(c, CallError)]
         self.messages.append(message)
         if parsed.is_final:
             self._last_obs = ""
             return self._finish(parsed.content, terminated=True)
+        tool_calls: list[dict[str, Any]] = []
+        message["tool_calls"] = tool_calls
         outputs = []
-        for call in calls:
+        for call in parsed.calls:
             if isinstance(call, CallError):
-                result: ToolResult = error(400, call.message)
                 name = call.name or "invalid_tool_call"
+                entry = {"id": call.id, "type": "function",
+                         "function": {"name": name, "arguments": call.raw}}
+                result: ToolResult = error(400, call.message)
             else:
-                result = self._dispatch(call.name, call.arguments)
                 name = call.name
+                entry = to_openai_tool_calls((call,))[0]
+                result = self._dispatch(name, call.arguments)
+            tool_calls.append(entry)
             content = render_result(result)
             self.messages.append({"role": "tool", "tool_call_id": call.id, "name": name[:200],
                                   "content": content})
