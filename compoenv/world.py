@@ -6,6 +6,7 @@ import datetime as dt
 import hashlib
 import random
 from dataclasses import dataclass
+from typing import NamedTuple
 from functools import cached_property
 
 from compoenv._cache import SharedCache
@@ -85,8 +86,9 @@ class Organization:
     city: str
 
 
-@dataclass(frozen=True, slots=True)
-class Person:
+class Person(NamedTuple):
+    """One member of the population (a named tuple: 240 are built per world)."""
+
     index: int
     first: str
     last: str
@@ -134,20 +136,30 @@ class World:
             for name in org_names
         )
         people = []
-        for i, k in enumerate(rng.sample(range(len(_FIRST) * len(_LAST)), N_PEOPLE)):
-            first, last = _FIRST[k // len(_LAST)], _LAST[k % len(_LAST)]
-            org = rng.choice(self.orgs)
-            city = rng.choice(self.cities)
+        n_first, n_last = len(_FIRST), len(_LAST)
+        for i, k in enumerate(rng.sample(range(n_first * n_last), N_PEOPLE)):
+            first, last = _FIRST[k // n_last], _LAST[k % n_last]
+            # one 128-bit draw per person, cut into fields: ~10x faster than a call per field
+            bits = rng.getrandbits(128)
+            bits, org = divmod(bits, len(self.orgs))
+            bits, city = divmod(bits, len(self.cities))
+            bits, area = divmod(bits, 900)
+            bits, line = divmod(bits, 9000)
+            bits, house = divmod(bits, 299)
+            bits, street = divmod(bits, len(_STREETS))
+            bits, postal = divmod(bits, 89990)
+            bits, title = divmod(bits, len(_TITLES))
+            bits, year = divmod(bits, 44)
+            bits, month = divmod(bits, 12)
+            day = bits % 28
+            employer, home = self.orgs[org], self.cities[city]
             people.append(Person(
                 index=i, first=first, last=last,
-                email=f"{first}.{last}@{org.domain}".lower(),
-                phone=f"+1 555-{rng.randrange(100, 1000)}-{rng.randrange(1000, 10000)}",
-                street=f"{rng.randrange(1, 300)} {rng.choice(_STREETS)} Street",
-                postal_code=f"{rng.randrange(10000, 99999)}",
-                city=city.name, country=city.country, employer=org.name,
-                title=rng.choice(_TITLES),
-                birthday=dt.date(rng.randrange(1960, 2004), rng.randrange(1, 13),
-                                 rng.randrange(1, 29)),
+                email=f"{first}.{last}@{employer.domain}".lower(),
+                phone=f"+1 555-{area + 100}-{line + 1000}",
+                street=f"{house + 1} {_STREETS[street]} Street", postal_code=str(10000 + postal),
+                city=home.name, country=home.country, employer=employer.name,
+                title=_TITLES[title], birthday=dt.date(1960 + year, month + 1, day + 1),
             ))
         self.people: tuple[Person, ...] = tuple(people)
 
