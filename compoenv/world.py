@@ -181,8 +181,16 @@ class World:
     def _cities_by_name(self) -> dict[str, CityInfo]:
         return {c.name.lower(): c for c in self.cities}
 
+    @cached_property
+    def _people_by_email(self) -> dict[str, Person]:
+        return {p.email.lower(): p for p in self.people}
+
     def person(self, name: str) -> Person | None:
+        """The person with this full name (case-insensitive), if any."""
         return self._people_by_name.get(name.strip().lower())
+
+    def person_by_email(self, email: str) -> Person | None:
+        return self._people_by_email.get(email.strip().lower())
 
     def city(self, name: str) -> CityInfo | None:
         return self._cities_by_name.get(name.strip().lower())

@@ -171,7 +171,7 @@ BAD_ACTIONS = [
     ('<tool_call>{"name": "{tool}", "arguments": {"{param}": {"a": [1]}}}</tool_call>', 400,
      "argument '{param}'"),
     ('<tool_call>{"name": "{tool}", "arguments": {"{param}": "' + "A" * 500_000 + '"}}'
-     '</tool_call>', 400, "at most"),
+     '</tool_call>', 400, "argument '{param}'"),
     ("A" * (1 << 20) + "<tool_call>", 400, "over the limit"),
     ("<tool_call>" + "[" * 5000 + "</tool_call>", 400, "deep"),
     ('<tool_call>{"name": "{tool}\u0000\u202e", "arguments": {}}</tool_call>', 400,
@@ -182,7 +182,8 @@ BAD_ACTIONS = [
 ]
 
 
-@pytest.mark.parametrize("template, code, needle", BAD_ACTIONS)
+@pytest.mark.parametrize("template, code, needle", BAD_ACTIONS,
+                         ids=[f"{i}-{needle}" for i, (_, _, needle) in enumerate(BAD_ACTIONS)])
 def test_bad_actions_come_back_as_error_envelopes_and_env_stays_usable(task, template, code,
                                                                          needle):
     env = CompoWorldEnv([task])

@@ -105,7 +105,11 @@ def _useful(result: dict[str, Any]) -> bool:
 def _bind(spec: ToolSpec, edge: Edge, value: _Value, available: list[_Value],
           session: Session, rng: random.Random) -> list[Binding] | None:
     props = spec.parameters.get("properties", {})
-    person = rng.choice(session.world.people[1:])  # stated name, email, phone agree
+    world = session.world
+    # stated names, emails and phones belong to one person: the one the carried value names
+    carried = str(value.value)
+    person = (world.person_by_email(carried) or world.person(carried)
+              or rng.choice(world.people[1:]))
     # A write keyed by an entity's id takes its new values from the user, not from the same
     # entity (moving an event to its own start time would change nothing).
     rewrites = not spec.read_only and edge.interface.endswith("Id")
