@@ -174,7 +174,7 @@ class ToolSpec:
 
     def validate(self, arguments: Any) -> dict[str, Any]:
         """Validated keyword arguments; raises ToolError(400) naming each bad field."""
-        if not isinstance(arguments, Mapping):
+        if type(arguments) is not dict and not isinstance(arguments, Mapping):
             raise ToolError(400, f"Arguments of {self.qualified_name} must be a JSON object, "
                                  f"got {type(arguments).__name__}: {brief(arguments)}")
         assert self.args_model is not None

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 from compoenv.registry import Registry
 from compoenv.service import Service, State, ToolResult, ToolSpec, did_you_mean, error
@@ -13,8 +12,7 @@ from compoenv.world import World
 __all__ = ["Session", "CallRecord", "render_result"]
 
 
-@dataclass(frozen=True, slots=True)
-class CallRecord:
+class CallRecord(NamedTuple):
     """One executed call, as the rubric's ``call`` criteria and trajectories see it."""
 
     name: str

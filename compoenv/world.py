@@ -168,6 +168,17 @@ class World:
         digest = hashlib.blake2b(f"{self.seed}/{stream}".encode(), digest_size=8).digest()
         return random.Random(int.from_bytes(digest, "big"))
 
+    def draw(self, stream: str, n: int = 4) -> tuple[float, ...]:
+        """``n`` (at most 8) uniforms in [0, 1) keyed by ``stream``: one hash, no Random object.
+
+        For values computed on demand (a forecast for a city and day), where seeding a
+        ``random.Random`` per call would cost more than the tool itself.
+        """
+        if not 1 <= n <= 8:
+            raise ValueError(f"draw gives 1 to 8 numbers, asked for {n}")
+        digest = hashlib.blake2b(f"{self.seed}/{stream}".encode(), digest_size=8 * n).digest()
+        return tuple(int.from_bytes(digest[8 * i: 8 * i + 8], "big") / 2**64 for i in range(n))
+
     @property
     def user(self) -> Person:
         """The person the agent works for: owner of the inbox, the accounts, the calendar."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Annotated
 
 from pydantic import Field
@@ -11,6 +12,8 @@ from compoenv.crud import find_city
 from compoenv.interfaces import City, Date, WeatherReport
 
 HORIZON_DAYS = 14
+# cumulative odds of each sky: sunny 35%, cloudy 30%, rain 22%, storm 5%, fog 8%
+_SKIES = (("sunny", 0.35), ("cloudy", 0.65), ("rain", 0.87), ("storm", 0.92), ("fog", 1.01))
 
 
 class Weather(Service):
@@ -30,22 +33,21 @@ class Weather(Service):
             date: Day of the forecast, from today to 14 days ahead.
         """
         info = find_city(self.world, city)
-        window = [self.world.date(k) for k in range(HORIZON_DAYS + 1)]
-        if date not in window:
-            raise ToolError(422, f"No forecast for {date!r}: forecasts cover {window[0]} to "
-                                 f"{window[-1]}")
-        rng = self.world.rng(f"{self.name}/{info.name}/{date}")
-        high = round(info.base_temp + rng.uniform(-4.0, 4.0), 1)
-        low = round(high - rng.uniform(4.0, 10.0), 1)
-        condition = rng.choices(("sunny", "cloudy", "rain", "storm", "fog"),
-                                weights=(35, 30, 22, 5, 8))[0]
+        ahead = (dt.date.fromisoformat(date) - self.world.today).days
+        if not 0 <= ahead <= HORIZON_DAYS:
+            raise ToolError(422, f"No forecast for {date!r}: forecasts cover {self.world.date(0)}"
+                                 f" to {self.world.date(HORIZON_DAYS)}")
+        u_high, u_spread, u_sky, u_rain = self.world.draw(f"{self.name}/{info.name}/{date}")
+        high = round(info.base_temp - 4.0 + 8.0 * u_high, 1)
+        low = round(high - 4.0 - 6.0 * u_spread, 1)
+        condition = next(sky for sky, edge in _SKIES if u_sky < edge)
         if condition in ("rain", "storm") and high <= 2:
             condition = "snow"
-        wet = condition in ("rain", "storm", "snow")
+        low_chance, high_chance = (55, 96) if condition in ("rain", "storm", "snow") else \
+            (0, 15) if condition == "sunny" else (10, 45)
         return WeatherReport(
             city=info.name, date=date, condition=condition, high=high, low=low,
-            precipitation_chance=(rng.randrange(55, 96) if wet else rng.randrange(0, 15)
-                                  if condition == "sunny" else rng.randrange(10, 45)))
+            precipitation_chance=low_chance + int(u_rain * (high_chance - low_chance)))
 
     @tool(read_only=True, phrase="find which of {cities} will be warmest on {date}")
     def warmest_city(
