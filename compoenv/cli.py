@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from collections import Counter
+from dataclasses import fields
 from typing import Any
 
 import click
@@ -74,40 +76,98 @@ def demo(num: int, seed: int, mode: str, min_hops: int, max_hops: int, as_json: 
 
 
 @main.command()
-@click.option("--num", default=100, show_default=True)
-@click.option("--seed", default=0, show_default=True)
+@click.option("--num", default=100, show_default=True, help="Tasks to compose.")
+@click.option("--seed", default=0, show_default=True, help="Generation seed.")
 @click.option("--min-hops", default=2, show_default=True)
 @click.option("--max-hops", default=4, show_default=True)
 @click.option("--min-services", default=2, show_default=True)
+@click.option("--motifs", default=None, help="Comma-separated motifs to compose with.")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Worker processes (Ray actors with --ray)  [default: 1; all CPUs with --ray]")
+@click.option("--ray", "ray_address", default=None, metavar="ADDRESS",
+              help="Compose on Ray: a cluster address, or 'local' to start one here.")
+@click.option("--split", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
+              help="Also write <out>.train.jsonl / <out>.test.jsonl, test on unseen service "
+                   "combinations holding about this fraction of the tasks.")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def generate(num: int, seed: int, min_hops: int, max_hops: int, min_services: int, output: str,
-             as_json: bool) -> None:
-    """Compose NUM verified tasks into a JSONL file."""
-    from compoenv.compose import Composer, ComposerConfig
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
+def generate(num: int, seed: int, min_hops: int, max_hops: int, min_services: int,
+             motifs: str | None, workers: int | None, ray_address: str | None,
+             split: float | None, output: str, as_json: bool) -> None:
+    """Compose NUM verified tasks into a JSONL file; the same file for any number of workers."""
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                               TimeElapsedColumn, TimeRemainingColumn)
+
+    from compoenv.compose.parallel import generate_parallel
+    from compoenv.compose.taskset import split_by_combination, summarize
     from compoenv.task import save_tasks
 
-    try:
-        config = ComposerConfig(min_hops=min_hops, max_hops=max_hops, min_services=min_services)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
-    composer = Composer(config=config)
+    config = _composer_config(min_hops=min_hops, max_hops=max_hops, min_services=min_services,
+                              motifs=motifs)
+    workers = workers if workers is not None or ray_address else 1
+    err = Console(stderr=True)
+    bar = Progress(TextColumn("composing"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("tasks · {task.fields[attempted]} seeds"), TimeElapsedColumn(),
+                   TimeRemainingColumn(), console=err, transient=True,
+                   disable=not err.is_terminal)
     start = time.perf_counter()
-    tasks = list(composer.generate(num, seed=seed))
+    with bar:
+        job = bar.add_task("compose", total=num, attempted=0)
+        tasks, rejections = generate_parallel(
+            num, seed, config, workers=workers, ray_address=ray_address,
+            progress=lambda done, tried: bar.update(job, completed=done, attempted=tried))
     save_tasks(tasks, output)
-    seconds = time.perf_counter() - start
-    summary: dict[str, Any] = {
-        "tasks": len(tasks), "output": output, "seconds": round(seconds, 3),
-        "hops": dict(sorted(Counter(t.hops for t in tasks).items())),
-        "services": dict(sorted(Counter(len(t.services) for t in tasks).items())),
-        "domains": dict(Counter(t.domain for t in tasks).most_common()),
-        "capabilities": dict(Counter(c for t in tasks for c in t.capabilities).most_common()),
-        "rejections": dict(composer.rejections.most_common()),
-    }
+    summary: dict[str, Any] = {"tasks": len(tasks), "output": output,
+                               "seconds": round(time.perf_counter() - start, 3),
+                               "workers": workers, **summarize(tasks, rejections)}
+    if split is not None:
+        try:
+            train, test = split_by_combination(tasks, test_fraction=split, seed=seed)
+        except ValueError as exc:
+            raise click.ClickException(str(exc)) from None
+        stem = output.removesuffix(".jsonl")
+        summary["split"] = {}
+        for name, part in (("train", train), ("test", test)):
+            path = f"{stem}.{name}.jsonl"
+            save_tasks(part, path)
+            summary["split"][name] = {"output": path, "tasks": len(part),
+                                      "combinations": len({frozenset(t.services) for t in part})}
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:
-        Console().print(summary)
+        Console().print(_summary_table(summary))
+
+
+def _composer_config(**flags: Any) -> Any:
+    """A ComposerConfig from CLI flags; flags left unset keep the config's defaults."""
+    from compoenv.compose import ComposerConfig
+
+    motifs = flags.pop("motifs")
+    if motifs is not None:
+        if "motifs" not in {f.name for f in fields(ComposerConfig)}:
+            raise click.BadParameter("motifs are not supported by this composer "
+                                     "(ComposerConfig has no 'motifs' field)",
+                                     param_hint="'--motifs'")
+        flags["motifs"] = tuple(m.strip() for m in motifs.split(",") if m.strip())
+    try:
+        return ComposerConfig(**flags)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _summary_table(summary: dict[str, Any]) -> Table:
+    table = Table(title=f"{summary['tasks']} tasks -> {summary['output']} "
+                        f"({summary['seconds']} s, {summary['attempted']} seeds tried)")
+    table.add_column("statistic", style="bold")
+    table.add_column("counts")
+    for key in ("hops", "services", "capabilities", "domains", "service_usage", "rejections"):
+        table.add_row(key.replace("_", " "),
+                      " · ".join(f"{k}: {v}" for k, v in summary[key].items()) or "-")
+    table.add_row("combinations", f"{summary['combinations']} distinct service sets")
+    for name, part in summary.get("split", {}).items():
+        table.add_row(name, f"{part['tasks']} tasks, {part['combinations']} combinations "
+                            f"-> {part['output']}")
+    return table
 
 
 @main.command()
@@ -126,13 +186,114 @@ def services() -> None:
 
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="Dump nodes and edges as JSON.")
-def graph(as_json: bool) -> None:
-    """Show the tool-dependency graph of the registry."""
+@click.option("--png", type=click.Path(dir_okay=False), default=None,
+              help="Draw the graph into this PNG file (needs matplotlib).")
+@click.option("--services-only", is_flag=True,
+              help="With --png: draw services, joined by the interfaces their tools share.")
+def graph(as_json: bool, png: str | None, services_only: bool) -> None:
+    """Show the tool-dependency graph of the registry (statistics, JSON or a drawing)."""
     from compoenv.graph import ToolGraph
     from compoenv.registry import Registry
 
+    if services_only and not png:
+        raise click.BadParameter("only applies to a drawing: add --png FILE",
+                                 param_hint="'--services-only'")
     tool_graph = ToolGraph(Registry.default().tools())
-    click.echo(json.dumps(tool_graph.to_json() if as_json else tool_graph.stats(), indent=2))
+    if png:
+        _draw_graph(tool_graph, png, services_only)
+        click.echo(png, err=as_json)
+    if as_json:
+        click.echo(json.dumps(tool_graph.to_json(), indent=2))
+    elif not png:
+        click.echo(json.dumps(tool_graph.stats(), indent=2))
+
+
+def _draw_graph(tool_graph: Any, path: str, services_only: bool) -> None:
+    """Draw the tool graph (tools clustered by service) or its service view into a PNG."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise click.ClickException("drawing the graph needs matplotlib: pip install matplotlib "
+                                   "(or pip install 'compoenv[viz]')") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import networkx as nx
+    from matplotlib.lines import Line2D
+
+    g = tool_graph.graph
+    services = sorted({d["service"] for _, d in g.nodes(data=True)})
+    tab = plt.get_cmap("tab10" if len(services) <= 10 else "tab20")
+    colour = {s: tab(i % tab.N) for i, s in enumerate(services)}
+    centre = {s: (math.cos(2 * math.pi * i / len(services)),
+                  math.sin(2 * math.pi * i / len(services))) for i, s in enumerate(services)}
+    fig, ax = plt.subplots(figsize=(16, 12), dpi=100)
+    if services_only:
+        view = nx.DiGraph()
+        view.add_nodes_from(services)
+        for u, v, d in g.edges(data=True):
+            su, sv = g.nodes[u]["service"], g.nodes[v]["service"]
+            if su != sv:
+                view.add_edge(su, sv, **{d["interface"]: view.get_edge_data(su, sv, {})
+                                         .get(d["interface"], 0) + 1})
+        usage: Counter[str] = Counter()
+        for *_, d in view.edges(data=True):
+            usage.update(d)
+        itab = plt.get_cmap("tab10" if len(usage) <= 10 else "tab20")
+        iface = {n: itab(i % itab.N) for i, (n, _) in enumerate(usage.most_common())}
+        edges = list(view.edges(data=True))
+        top = [max(d, key=lambda k: (d[k], k)) for *_, d in edges]
+        nx.draw_networkx_edges(view, centre, edgelist=[(u, v) for u, v, _ in edges], ax=ax,
+                               edge_color=[iface[t] for t in top], node_size=5200, arrowsize=18,
+                               width=[1 + math.log2(sum(d.values())) for *_, d in edges],
+                               connectionstyle="arc3,rad=0.12", alpha=0.75)
+        nx.draw_networkx_edge_labels(view, centre, ax=ax, font_size=7, label_pos=0.3,
+                                     connectionstyle="arc3,rad=0.12", bbox={"alpha": 0},
+                                     edge_labels={(u, v): "/".join(sorted(d, key=d.get)[::-1])
+                                                  for u, v, d in edges})
+        sizes = Counter(d["service"] for _, d in g.nodes(data=True))
+        nx.draw_networkx_nodes(view, centre, ax=ax, node_size=5200,
+                               node_color=[colour[s] for s in services])
+        nx.draw_networkx_labels(view, centre, ax=ax, font_size=11, font_weight="bold",
+                                labels={s: f"{s}\n{sizes[s]} tools" for s in services})
+        handles = [Line2D([], [], color=c, linewidth=3, label=f"{n} ({usage[n]} tool edges)")
+                   for n, c in iface.items()]
+        title = (f"{len(services)} services, {view.number_of_edges()} service links "
+                 "(colour: interface carrying most tool edges; width: tool edges)")
+    else:
+        pos, angle = {}, {}
+        for s in services:
+            tools = sorted(n for n, d in g.nodes(data=True) if d["service"] == s)
+            for j, name in enumerate(tools):
+                angle[name] = 2 * math.pi * j / len(tools) + math.atan2(*centre[s][::-1])
+                pos[name] = (2.0 * centre[s][0] + 0.4 * math.cos(angle[name]),
+                             2.0 * centre[s][1] + 0.4 * math.sin(angle[name]))
+        simple = nx.DiGraph(g)
+        nx.draw_networkx_edges(simple, pos, ax=ax, width=0.6, alpha=0.2, arrowsize=7,
+                               edge_color=[colour[g.nodes[u]["service"]] for u, _ in simple.edges])
+        for read_only, shape in ((True, "o"), (False, "s")):
+            nodes = [n for n, d in g.nodes(data=True) if d["read_only"] is read_only]
+            nx.draw_networkx_nodes(g, pos, nodelist=nodes, node_shape=shape, node_size=260,
+                                   node_color=[colour[g.nodes[n]["service"]] for n in nodes],
+                                   edgecolors="black", linewidths=0.6, ax=ax)
+        for n, (x, y) in pos.items():  # labels point away from their service's centre
+            dx, dy = math.cos(angle[n]), math.sin(angle[n])
+            ax.text(x + 0.05 * dx, y + 0.05 * dy, n.split("__", 1)[1], fontsize=8,
+                    ha="left" if dx > 0.3 else "right" if dx < -0.3 else "center",
+                    va="bottom" if dy > 0.3 else "top" if dy < -0.3 else "center")
+        marks = [(colour[s], s, "o") for s in services] + [("grey", "read tool", "o"),
+                                                            ("grey", "write tool", "s")]
+        handles = [Line2D([], [], color=c, label=label, marker=m, linestyle="", markersize=11)
+                   for c, label, m in marks]
+        stats = tool_graph.stats()
+        title = (f"{stats['tools']} tools, {stats['edges']} typed edges "
+                 f"({stats['cross_service_edges']} cross-service), coloured by service")
+    ax.legend(handles=handles, title="interface" if services_only else "service",
+              loc="upper left", bbox_to_anchor=(1, 1))
+    ax.set_title(title, fontsize=14)
+    ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
 
 
 if __name__ == "__main__":

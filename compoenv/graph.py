@@ -37,6 +37,7 @@ class ToolGraph:
 
     def __init__(self, specs: Iterable[ToolSpec]) -> None:
         self.specs: dict[str, ToolSpec] = {s.qualified_name: s for s in specs}
+        self._starts: list[str] | None = None
         self.graph = nx.MultiDiGraph()
         producers: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
         for name, spec in self.specs.items():
@@ -62,6 +63,11 @@ class ToolGraph:
 
     def start_tools(self) -> list[str]:
         """Tools a user's request can start from: every required input is user-statable."""
+        if self._starts is None:
+            self._starts = self._find_starts()
+        return self._starts
+
+    def _find_starts(self) -> list[str]:
         starts = []
         for name, spec in self.specs.items():
             required = [s for s in spec.inputs if s.required and len(s.path) == 1]

@@ -19,6 +19,7 @@ __all__ = [
     "same_value", "normalize_text", "record_dict",
 ]
 
+_MISSING = object()
 _NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?")
 _PUNCT = re.compile(r"[\s\"'`.,;:!?()\[\]{}]+")
 
@@ -71,8 +72,8 @@ def _as_number(value: Any) -> float | None:
 
 def same_value(expected: Any, actual: Any) -> bool:
     """Equality up to case, white space, trailing punctuation, number formatting and list order."""
-    if isinstance(expected, Mapping):
-        return isinstance(actual, Mapping) and all(
+    if type(expected) is dict or isinstance(expected, Mapping):
+        return (type(actual) is dict or isinstance(actual, Mapping)) and all(
             k in actual and same_value(v, actual[k]) for k, v in expected.items())
     if isinstance(expected, (list, tuple)):
         if not isinstance(actual, (list, tuple)) or len(expected) != len(actual):
@@ -107,11 +108,28 @@ def _records(session: Session, service: str, collection: str, initial: bool = Fa
     return value if isinstance(value, dict) else {}
 
 
+def _record_matches(match: Mapping[str, Any], record: Any) -> bool:
+    """``same_value(match, record_dict(record))``, without dumping records that differ early."""
+    if not isinstance(record, BaseModel):
+        return same_value(match, record_dict(record))
+    for field, expected in match.items():
+        actual = getattr(record, field, _MISSING)
+        if actual is _MISSING:
+            return False
+        if isinstance(actual, BaseModel):
+            actual = actual.model_dump(mode="json")
+        elif isinstance(actual, tuple):
+            actual = list(actual)
+        if not same_value(expected, actual):
+            return False
+    return True
+
+
 def _check_state(c: StateCriterion, out: Outcome) -> tuple[bool, str]:
     records = _records(out.session, c.service, c.collection)
     candidates = [records[c.key]] if c.key is not None and c.key in records else (
-        [] if c.key is not None else list(records.values()))
-    hit = any(same_value(c.match, record_dict(r)) for r in candidates)
+        [] if c.key is not None else list(reversed(records.values())))  # new records: last
+    hit = any(_record_matches(c.match, r) for r in candidates)
     if c.exists:
         return hit, "" if hit else f"no record in {c.service}.{c.collection} matches {c.match}"
     return not hit, "" if not hit else f"record still present in {c.service}.{c.collection}"
@@ -136,7 +154,9 @@ def _check_unchanged(c: UnchangedCriterion, out: Outcome) -> tuple[bool, str]:
     before = _records(out.session, c.service, c.collection, initial=True)
     after = _records(out.session, c.service, c.collection)
     keep = set(c.except_keys)
-    changed = [k for k, v in before.items() if k not in keep and after.get(k) != v]
+    # records are immutable and shared until written, so identity settles almost every key
+    changed = [k for k, v in before.items()
+               if k not in keep and after.get(k) is not v and after.get(k) != v]
     added = len(set(after) - set(before))
     if changed:
         return False, f"{c.service}.{c.collection}: unexpected changes to {changed[:5]}"

@@ -81,7 +81,11 @@ Criterion = Annotated[
 
 
 class Task(_Model):
-    """A composed, verified task. Field names are the public contract (see DESIGN.md)."""
+    """A composed, verified task. Field names are the public contract (see DESIGN.md).
+
+    ``seed`` is the seed of the task's World (many tasks share a world); ``walk_seed`` is the
+    seed of the random walk that composed it, so ``Composer.compose(walk_seed)`` regenerates it.
+    """
 
     id: str = ""
     instruction: str
@@ -97,6 +101,7 @@ class Task(_Model):
     hops: int
     recorded: dict[str, Any] = {}
     fingerprint: dict[str, str] = {}
+    walk_seed: int | None = None
 
     def content_hash(self) -> str:
         """A hash of everything but ``id``: equal tasks, equal hashes."""

@@ -52,8 +52,8 @@ def make_task(**overrides: Any) -> Task:
     return Task.model_validate(task_dict(**overrides))
 
 
-def test_task_has_the_contract_fields():
-    assert set(Task.model_fields) == CONTRACT_FIELDS
+def test_task_has_the_contract_fields_plus_the_walk_seed():
+    assert set(Task.model_fields) == CONTRACT_FIELDS | {"walk_seed"}
 
 
 def test_task_json_round_trip():

@@ -32,6 +32,8 @@ class ComposerConfig:
         services: Restrict walks to these services (default: the whole registry).
         cross_bias: Weight of a cross-service edge relative to a same-service one.
         check_regeneration: Re-compose each task from its seed and require an identical task.
+        worlds: How many distinct Worlds tasks are set in: the walk with seed ``s`` runs in
+            ``World(s % worlds)``. Worlds (and their seeded services) are built once and shared.
     """
 
     min_hops: int = 2
@@ -40,11 +42,14 @@ class ComposerConfig:
     services: tuple[str, ...] | None = None
     cross_bias: float = 3.0
     check_regeneration: bool = True
+    worlds: int = 32
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_hops <= self.max_hops:
             raise ValueError(f"need 1 <= min_hops <= max_hops, got {self.min_hops}, "
                              f"{self.max_hops}")
+        if self.worlds < 1:
+            raise ValueError(f"worlds must be >= 1, got {self.worlds}")
         if self.min_services > self.max_hops:
             raise ValueError(f"min_services={self.min_services} cannot exceed "
                              f"max_hops={self.max_hops}: each service needs a call")
@@ -86,11 +91,11 @@ class Composer:
     def _build(self, seed: int, verify: bool = True) -> Task:
         cfg = self.config
         rng = random.Random(f"compose:{seed}")
-        world = World.get(seed)
+        world = World.get(seed % cfg.worlds)
         session = Session([self.registry.get(n) for n in cfg.services or self.registry.names()],
                           world)
         walk = random_walk(self.graph, session, rng, rng.randint(cfg.min_hops, cfg.max_hops),
-                           cross_bias=cfg.cross_bias)
+                           cross_bias=cfg.cross_bias, min_services=cfg.min_services)
         services = walk.services
         if len(services) < cfg.min_services:
             raise Rejected("too_few_services", f"{len(services)} < {cfg.min_services}")
@@ -101,7 +106,8 @@ class Composer:
             capabilities.append("cross-service")
         capabilities.append("report" if walk.report else "write")
         task = Task(
-            instruction=render_instruction(walk), services=services, seed=seed,
+            instruction=render_instruction(walk), services=services, seed=world.seed,
+            walk_seed=seed,
             date=world.today.isoformat(),
             solution=[Call(name=s.spec.qualified_name, arguments=s.arguments) for s in walk.steps],
             answer=answers, rubric=build_rubric(walk, session, answers),

@@ -13,7 +13,7 @@ from compoenv.schema import Slot, extract
 from compoenv.service import ToolSpec
 from compoenv.session import Session
 
-__all__ = ["Binding", "Step", "Walk", "Rejected", "random_walk"]
+__all__ = ["Binding", "Step", "Walk", "Walker", "Rejected", "random_walk"]
 
 
 class Rejected(Exception):
@@ -151,79 +151,130 @@ def _reportable(step: Step, index: int, stated: set[str]) -> list[_Value]:
             and not isinstance(v.value, bool) and str(v.value).casefold() not in stated]
 
 
+class Walker:
+    """One random walk in progress: its steps, the values they produced, and the choices left.
+
+    Args:
+        graph: The tool graph to walk.
+        session: Live services the steps execute in (their state advances with the walk).
+        rng: The walk's random stream.
+        allowed: Services the walk may use (default: every service in the graph).
+        cross_bias: Weight of an edge into another service relative to one that stays.
+        min_services: Services the walk should reach; unvisited ones are preferred until then.
+        attempts: Candidate calls tried per hop before the walk is a dead end.
+    """
+
+    def __init__(self, graph: ToolGraph, session: Session, rng: random.Random,
+                 allowed: set[str] | None = None, cross_bias: float = 3.0,
+                 min_services: int = 1, attempts: int = 8) -> None:
+        self.graph, self.session, self.rng = graph, session, rng
+        self.allowed, self.cross_bias = allowed, cross_bias
+        self.min_services, self.attempts = min_services, attempts
+        self.walk = Walk()
+        self.available: list[_Value] = []
+        self.used: set[str] = set()
+        self._visited: set[str] = set()
+        # the user's own name and address are known to everyone: carrying them is no flow
+        self.own = {session.world.user.email, session.world.user.name}
+
+    # -- steps ------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Begin with a tool a user can ask for directly, grounded in a real record."""
+        starts = [t for t in self.graph.start_tools() if self._allowed(t)]
+        if not starts:
+            raise Rejected("no_start_tool")
+        for name in self.rng.sample(starts, min(self.attempts, len(starts))):
+            spec = self.graph.specs[name]
+            args = record_arguments(spec, self.session.service(spec.service), self.rng)
+            if args is None:
+                continue
+            kinds = {slot.path[0]: slot.interface for slot in spec.inputs}
+            bindings = [Binding(k, v, interface=kinds.get(k)) for k, v in args.items()]
+            if self.execute(spec, bindings):
+                return
+        raise Rejected("start_failed")
+
+    def execute(self, spec: ToolSpec, bindings: list[Binding],
+                need_report: bool = False) -> Step | None:
+        """Run one candidate step; keep it if it succeeds, finds something and changes what a
+        write should change. Returns the kept step."""
+        state = None if spec.read_only else _snapshot(self.session.state(spec.service))
+        result = self.session.call(spec.qualified_name, {b.param: b.value for b in bindings})
+        if not _useful(result):
+            return None
+        if state is not None and state == _snapshot(self.session.state(spec.service)):
+            return None  # a write that changes nothing (marking a read email as read)
+        index = len(self.walk.steps)
+        step = Step(spec, bindings, result["data"])
+        if need_report and spec.read_only and not _reportable(step, index, set()):
+            return None
+        self.walk.steps.append(step)
+        self.used.add(spec.qualified_name)
+        self.available.extend(v for v in _single_values(index, spec, step.result)
+                              if v.value not in self.own)
+        return step
+
+    def extend(self, need_report: bool = False) -> Step:
+        """Add one step fed by an earlier step's output: the last step's first, then older."""
+        tried = 0
+        self._visited = set(self.walk.services)
+        for source in range(len(self.walk.steps) - 1, -1, -1):
+            options = self._options(source)
+            while options and tried < self.attempts:
+                tried += 1
+                edge, value = options.pop(self.rng.choices(
+                    range(len(options)), [self._weight(e) for e, _ in options])[0])
+                spec = self.graph.specs[edge.target]
+                bindings = _bind(spec, edge, value, self.available, self.session, self.rng)
+                if bindings is not None and (step := self.execute(spec, bindings, need_report)):
+                    return step
+        raise Rejected("dead_end", f"no executable step after {len(self.walk.steps)}")
+
+    def finish(self) -> Walk:
+        """Pick the value to report when the walk ends in a read."""
+        last = self.walk.steps[-1]
+        if last.spec.read_only:
+            stated = {str(b.value).casefold() for s in self.walk.steps for b in s.bindings
+                      if b.source is None}
+            choices = _reportable(last, len(self.walk.steps) - 1, stated)
+            if not choices:
+                raise Rejected("nothing_to_report")
+            pick = self.rng.choice(choices)
+            self.walk.report = Binding("answer", pick.value, pick.step, pick.slot.path,
+                                       pick.slot.interface)
+        return self.walk
+
+    # -- choices ----------------------------------------------------------------------------
+    def _allowed(self, tool: str) -> bool:
+        return self.allowed is None or self.graph.specs[tool].service in self.allowed
+
+    def _options(self, source: int) -> list[tuple[Edge, _Value]]:
+        spec = self.walk.steps[source].spec
+        values = {(v.slot.interface, v.slot.path): v for v in self.available if v.step == source}
+        return [(e, values[(e.interface, e.path)]) for e in self.graph.out_edges(
+                spec.qualified_name)
+                if (e.interface, e.path) in values and e.target not in self.used
+                and self._allowed(e.target)
+                and not _looks_up_again(spec, self.graph.specs[e.target])]
+
+    def _weight(self, edge: Edge) -> float:
+        weight = self.cross_bias if edge.cross_service else 1.0
+        target = self.graph.specs[edge.target].service
+        if len(self._visited) < self.min_services and target not in self._visited:
+            weight *= 4.0  # still short of services: head somewhere new
+        return weight
+
+
 def random_walk(graph: ToolGraph, session: Session, rng: random.Random, hops: int,
                 allowed: set[str] | None = None, cross_bias: float = 3.0,
-                attempts: int = 6) -> Walk:
+                min_services: int = 1) -> Walk:
     """Walk ``hops`` steps from a user-statable start, executing each step in ``session``.
 
     Raises:
         Rejected: no start succeeded, or the walk hit a dead end before ``hops`` steps.
     """
-    starts = [t for t in graph.start_tools() if allowed is None or graph.specs[t].service in allowed]
-    if not starts:
-        raise Rejected("no_start_tool")
-    walk = Walk()
-    for start in rng.sample(starts, min(attempts, len(starts))):
-        spec = graph.specs[start]
-        args = record_arguments(spec, session.service(spec.service), rng)
-        if args is None:
-            continue
-        result = session.call(start, args)
-        if _useful(result):
-            kinds = {slot.path[0]: slot.interface for slot in spec.inputs}
-            walk.steps.append(Step(spec, [Binding(k, v, interface=kinds.get(k))
-                                          for k, v in args.items()], result["data"]))
-            break
-    if not walk.steps:
-        raise Rejected("start_failed")
-
-    # the user's own name and address are known to everyone; carrying them is no information
-    own = {session.world.user.email, session.world.user.name}
-    available = [v for v in _single_values(0, walk.steps[0].spec, walk.steps[0].result)
-                 if v.value not in own]
-    used = {walk.steps[0].spec.qualified_name}
-    while len(walk.steps) < hops:
-        last = len(walk.steps) - 1
-        fresh = {(v.slot.interface, v.slot.path): v for v in available if v.step == last}
-        options = [(e, fresh[(e.interface, e.path)]) for e in graph.out_edges(
-                   walk.steps[last].spec.qualified_name)
-                   if (e.interface, e.path) in fresh and e.target not in used
-                   and (allowed is None or graph.specs[e.target].service in allowed)
-                   and not _looks_up_again(walk.steps[last].spec, graph.specs[e.target])]
-        final = len(walk.steps) == hops - 1
-        for _ in range(attempts):
-            if not options:
-                raise Rejected("dead_end", f"after {len(walk.steps)} steps")
-            weights = [cross_bias if e.cross_service else 1.0 for e, _ in options]
-            edge, value = options.pop(rng.choices(range(len(options)), weights)[0])
-            spec = graph.specs[edge.target]
-            bindings = _bind(spec, edge, value, available, session, rng)
-            if bindings is None:
-                continue
-            before = None if spec.read_only else _snapshot(session.state(spec.service))
-            result = session.call(spec.qualified_name, {b.param: b.value for b in bindings})
-            if not _useful(result):
-                continue
-            if before is not None and before == _snapshot(session.state(spec.service)):
-                continue  # a write that changes nothing (marking a read email as read)
-            step = Step(spec, bindings, result["data"])
-            if final and spec.read_only and not _reportable(step, last + 1, set()):
-                continue
-            walk.steps.append(step)
-            used.add(spec.qualified_name)
-            available.extend(v for v in _single_values(last + 1, spec, step.result)
-                             if v.value not in own)
-            break
-        else:
-            raise Rejected("dead_end", f"no executable next step after {len(walk.steps)}")
-
-    last_step = walk.steps[-1]
-    if last_step.spec.read_only:
-        stated = {str(b.value).casefold() for s in walk.steps for b in s.bindings
-                  if b.source is None}
-        choices = _reportable(last_step, len(walk.steps) - 1, stated)
-        if not choices:
-            raise Rejected("nothing_to_report")
-        pick = rng.choice(choices)
-        walk.report = Binding("answer", pick.value, pick.step, pick.slot.path, pick.slot.interface)
-    return walk
+    walker = Walker(graph, session, rng, allowed, cross_bias, min_services)
+    walker.start()
+    while len(walker.walk.steps) < hops:
+        walker.extend(need_report=len(walker.walk.steps) == hops - 1)
+    return walker.finish()

@@ -1,0 +1,251 @@
+"""Parallel task generation (processes or Ray) with exactly the output of sequential generation."""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+import pickle
+import traceback
+from collections import Counter, deque
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any, Callable, Iterable, Iterator, Protocol
+
+from compoenv.compose.generator import Composer, ComposerConfig, derive_seed
+from compoenv.compose.walk import Rejected
+from compoenv.registry import Registry
+from compoenv.task import Task
+
+__all__ = ["generate_parallel", "compose_range"]
+
+RegistryFactory = Callable[[], Registry]
+Progress = Callable[[int, int], None]
+# One composed index: the task, or the rejection reason, or the error a worker caught.
+Outcome = tuple[Task | None, str | None, BaseException | None]
+
+
+def compose_range(composer: Composer, seed: int, start: int, stop: int) -> list[Outcome]:
+    """The outcome of every index in ``[start, stop)`` of the set generated from ``seed``.
+
+    Errors other than :class:`Rejected` are returned, not raised: whether they matter depends on
+    whether the merge ever reaches their index (sequential generation would stop before).
+    """
+    outcomes: list[Outcome] = []
+    for index in range(start, stop):
+        try:
+            outcomes.append((composer.compose(derive_seed(seed, index)), None, None))
+        except Rejected as exc:
+            outcomes.append((None, exc.reason, None))
+        except Exception as exc:  # noqa: BLE001 - re-raised by the merge if it is reached
+            outcomes.append((None, None, _portable(exc)))
+    return outcomes
+
+
+def _portable(exc: Exception) -> BaseException:
+    """``exc`` if it survives pickling, else a RuntimeError carrying its traceback."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:  # noqa: BLE001 - any pickling failure means: send text instead
+        text = "".join(traceback.format_exception(exc))
+        return RuntimeError(f"task composition failed in a worker:\n{text}")
+    return exc
+
+
+def _make_composer(config: ComposerConfig | None,
+                   registry_factory: RegistryFactory | None) -> Composer:
+    registry = registry_factory() if registry_factory is not None else None
+    return Composer(registry=registry, config=config)
+
+
+# -- backends: each runs chunks and hands back handles that are resolved in submission order ---
+
+class _Backend(Protocol):
+    def submit(self, start: int, stop: int) -> Any: ...
+    def result(self, handle: Any) -> Iterable[Outcome]: ...
+    def close(self) -> None: ...
+
+
+class _InProcess:
+    """Composes lazily in this process, one index at a time as the merge asks for it."""
+
+    def __init__(self, seed: int, config: ComposerConfig | None,
+                 registry_factory: RegistryFactory | None) -> None:
+        self.seed = seed
+        self.composer = _make_composer(config, registry_factory)
+
+    def submit(self, start: int, stop: int) -> tuple[int, int]:
+        return start, stop
+
+    def result(self, handle: tuple[int, int]) -> Iterator[Outcome]:
+        for index in range(*handle):
+            yield from compose_range(self.composer, self.seed, index, index + 1)
+
+    def close(self) -> None:
+        pass
+
+
+_WORKER: Composer | None = None
+
+
+def _init_worker(config: ComposerConfig | None, registry_factory: RegistryFactory | None) -> None:
+    global _WORKER
+    _WORKER = _make_composer(config, registry_factory)
+
+
+def _worker_chunk(seed: int, start: int, stop: int) -> list[Outcome]:
+    assert _WORKER is not None, "worker process was not initialised"
+    return compose_range(_WORKER, seed, start, stop)
+
+
+class _Processes:
+    """A spawned process pool; each process builds its Composer once, in the initializer."""
+
+    def __init__(self, seed: int, config: ComposerConfig | None,
+                 registry_factory: RegistryFactory | None, workers: int) -> None:
+        self.seed = seed
+        self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                        initializer=_init_worker,
+                                        initargs=(config, registry_factory))
+
+    def submit(self, start: int, stop: int) -> Any:
+        return self.pool.submit(_worker_chunk, self.seed, start, stop)
+
+    def result(self, handle: Any) -> list[Outcome]:
+        return handle.result()
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _RayActors:
+    """One Ray actor per worker, each holding a Composer; chunks go round-robin."""
+
+    def __init__(self, seed: int, config: ComposerConfig | None,
+                 registry_factory: RegistryFactory | None, workers: int | None,
+                 address: str) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise ImportError("ray_address needs Ray: pip install 'compoenv[ray]'") from None
+        self.ray = ray
+        self.started = not ray.is_initialized()
+        if self.started:
+            if address == "local":
+                ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+            else:
+                ray.init(address=address, log_to_driver=False)
+        count = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        actor = ray.remote(num_cpus=1)(_ComposerActor)
+        self.actors = [actor.remote(seed, config, registry_factory) for _ in range(count)]
+        self.next = 0
+
+    def submit(self, start: int, stop: int) -> Any:
+        actor = self.actors[self.next % len(self.actors)]
+        self.next += 1
+        return actor.chunk.remote(start, stop)
+
+    def result(self, handle: Any) -> list[Outcome]:
+        return self.ray.get(handle)
+
+    def close(self) -> None:
+        for actor in self.actors:
+            self.ray.kill(actor)
+        if self.started:
+            self.ray.shutdown()
+
+
+class _ComposerActor:
+    def __init__(self, seed: int, config: ComposerConfig | None,
+                 registry_factory: RegistryFactory | None) -> None:
+        self.seed = seed
+        self.composer = _make_composer(config, registry_factory)
+
+    def chunk(self, start: int, stop: int) -> list[Outcome]:
+        return compose_range(self.composer, self.seed, start, stop)
+
+
+# -- the merge -----------------------------------------------------------------------------------
+
+def _ordered(backend: _Backend, chunk: int, ahead: int) -> Iterator[Outcome]:
+    """Outcomes of indices 0, 1, 2, ... in order, keeping ``ahead`` chunks in flight."""
+    pending: deque[Any] = deque()
+    start = 0
+    while True:
+        while len(pending) < ahead:
+            pending.append(backend.submit(start, start + chunk))
+            start += chunk
+        yield from backend.result(pending.popleft())
+
+
+def generate_parallel(n: int, seed: int = 0, config: ComposerConfig | None = None,
+                      registry_factory: RegistryFactory | None = None, workers: int | None = 1,
+                      ray_address: str | None = None, chunk: int = 64,
+                      progress: Progress | None = None) -> tuple[list[Task], Counter[str]]:
+    """``n`` verified, distinct tasks: the same tasks, in the same order, with the same rejection
+    counts as ``list(Composer(config=config).generate(n, seed))`` and its ``rejections``, for
+    any number of workers.
+
+    Workers compose chunks of candidate indices ahead; results are merged strictly in index
+    order (deduplicated by id, first occurrence kept) and the merge stops at the n-th accepted
+    task, so work past that point is discarded and not counted.
+
+    Args:
+        n: Tasks to produce.
+        seed: Generation seed (index ``i`` uses ``derive_seed(seed, i)``).
+        config: Composer controls, passed through unchanged (must be picklable).
+        registry_factory: Builds each worker's registry (default ``Registry.default()``); must
+            be picklable, i.e. a module-level function, when workers run in other processes.
+        workers: Processes (or Ray actors); 1 composes in this process without a pool; None
+            means one per CPU (of this machine, or of the Ray cluster).
+        ray_address: Use Ray actors instead of processes: a cluster address, or ``"local"`` to
+            start a local Ray with ``workers`` CPUs. An already initialised Ray is reused.
+        chunk: Most indices per unit of work (smaller when ``n`` is small, so that every worker
+            gets some).
+        progress: Called as ``progress(accepted, attempted)`` after each merged chunk.
+
+    Raises:
+        RuntimeError: no n distinct tasks within ``100 * (n + 10)`` seeds (as sequentially).
+        ValueError: ``n``, ``workers`` or ``chunk`` is not positive.
+    """
+    if n < 0 or chunk < 1 or (workers is not None and workers < 1):
+        raise ValueError(f"need n >= 0, chunk >= 1 and workers >= 1 (or None), got n={n}, "
+                         f"chunk={chunk}, workers={workers}")
+    rejections: Counter[str] = Counter()
+    if n == 0:
+        return [], rejections
+    if ray_address is not None:
+        backend: _Backend = _RayActors(seed, config, registry_factory, workers, ray_address)
+        width = len(backend.actors)  # type: ignore[attr-defined]
+    elif workers is None or workers > 1:
+        width = workers or os.cpu_count() or 1
+        backend = _Processes(seed, config, registry_factory, width)
+    else:
+        width = 1
+        backend = _InProcess(seed, config, registry_factory)
+    # ~1.8 seeds per accepted task in practice; aim for at least two chunks per worker.
+    size = max(1, min(chunk, math.ceil(2 * n / (2 * width))))
+    limit = 100 * (n + 10)
+    tasks: list[Task] = []
+    seen: set[str] = set()
+    try:
+        for index, (task, reason, error) in enumerate(_ordered(backend, size, 2 * width)):
+            if error is not None:
+                raise error
+            if task is None:
+                rejections[reason or "rejected"] += 1
+            elif task.id in seen:
+                rejections["duplicate"] += 1
+            else:
+                seen.add(task.id)
+                tasks.append(task)
+            attempted = index + 1
+            if progress is not None and (attempted % size == 0 or len(tasks) == n):
+                progress(len(tasks), attempted)
+            if len(tasks) == n:
+                return tasks, rejections
+            if attempted > limit:
+                raise RuntimeError(f"only {len(tasks)} of {n} tasks after {attempted} seeds; "
+                                   f"rejections: {dict(rejections)}")
+    finally:
+        backend.close()
+    raise AssertionError("unreachable: the index stream is endless")

@@ -1,0 +1,141 @@
+"""Task sets: deduplication, a train/test split by unseen service combinations, statistics."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable, Mapping
+
+from compoenv.task import Task
+
+__all__ = ["dedup", "combination", "split_by_combination", "TaskSetStats", "summarize"]
+
+
+def dedup(tasks: Iterable[Task]) -> list[Task]:
+    """The tasks with equal content removed, keeping the first of each (order preserved).
+
+    Content is compared with :meth:`Task.content_hash`, not ``id``, so a stale or missing id
+    cannot hide a duplicate.
+    """
+    seen: set[str] = set()
+    unique = []
+    for task in tasks:
+        key = task.content_hash()
+        if key not in seen:
+            seen.add(key)
+            unique.append(task)
+    return unique
+
+
+def combination(task: Task) -> frozenset[str]:
+    """The service combination of a task: the set of services its solution uses."""
+    return frozenset(task.services)
+
+
+def split_by_combination(tasks: Iterable[Task], test_fraction: float = 0.2,
+                         seed: int = 0) -> tuple[list[Task], list[Task]]:
+    """Split so that every service combination of the test set is unseen in the training set.
+
+    Whole combinations go to the test set, visited in an order shuffled by ``seed``; each one is
+    taken if it brings the test size closer to ``test_fraction`` of the tasks. Both sides get at
+    least one combination. Tasks keep their input order within each side.
+
+    Args:
+        tasks: The task set.
+        test_fraction: Target share of tasks in the test set, strictly between 0 and 1.
+        seed: Shuffle seed; the same tasks and seed give the same split.
+
+    Returns:
+        ``(train, test)``; ``([], [])`` for no tasks.
+
+    Raises:
+        ValueError: ``test_fraction`` is outside (0, 1), or all tasks share one combination.
+    """
+    if not 0.0 < test_fraction < 1.0:
+        raise ValueError(f"test_fraction must be strictly between 0 and 1, got {test_fraction}")
+    tasks = list(tasks)
+    if not tasks:
+        return [], []
+    sizes = Counter(combination(t) for t in tasks)
+    if len(sizes) < 2:
+        only = ", ".join(sorted(next(iter(sizes))))
+        raise ValueError(f"cannot split by service combination: all {len(tasks)} tasks use the "
+                         f"same services ({only}); generate more tasks or allow more services")
+    # Sort first so the shuffle depends on the combinations only, not on the input order.
+    order = sorted(sizes, key=lambda c: (len(c), sorted(c)))
+    random.Random(f"split:{seed}").shuffle(order)
+    target = test_fraction * len(tasks)
+    test: list[frozenset[str]] = []
+    count = 0
+    for combo in order:
+        if abs(count + sizes[combo] - target) < abs(count - target):
+            test.append(combo)
+            count += sizes[combo]
+    if not test:
+        test.append(min(order, key=lambda c: sizes[c]))
+    elif len(test) == len(order):
+        test.pop()
+    held_out = set(test)
+    train = [t for t in tasks if combination(t) not in held_out]
+    return train, [t for t in tasks if combination(t) in held_out]
+
+
+def _counts(values: Iterable[Any] | Counter[Any], by_key: bool = False) -> dict[str, int]:
+    counter = values if isinstance(values, Counter) else Counter(values)
+    items = sorted(counter.items()) if by_key else counter.most_common()
+    return {str(k): v for k, v in items}
+
+
+@dataclass(frozen=True)
+class TaskSetStats:
+    """Statistics of a task set and of the seeds rejected while composing it.
+
+    Attributes:
+        tasks: Number of tasks.
+        hops: Tasks per solution length.
+        services: Tasks per number of services used.
+        capabilities: Tasks per capability / motif tag.
+        domains: Tasks per main domain.
+        service_usage: Tasks using each service.
+        combinations: Distinct service combinations.
+        rejections: Rejected seeds per reason (including ``duplicate``).
+    """
+
+    tasks: int
+    hops: dict[str, int] = field(default_factory=dict)
+    services: dict[str, int] = field(default_factory=dict)
+    capabilities: dict[str, int] = field(default_factory=dict)
+    domains: dict[str, int] = field(default_factory=dict)
+    service_usage: dict[str, int] = field(default_factory=dict)
+    combinations: int = 0
+    rejections: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_tasks(cls, tasks: Iterable[Task],
+                   rejections: Mapping[str, int] | None = None) -> TaskSetStats:
+        tasks = list(tasks)
+        return cls(
+            tasks=len(tasks),
+            hops=_counts((t.hops for t in tasks), by_key=True),
+            services=_counts((len(t.services) for t in tasks), by_key=True),
+            capabilities=_counts(c for t in tasks for c in t.capabilities),
+            domains=_counts(t.domain for t in tasks),
+            service_usage=_counts(s for t in tasks for s in t.services),
+            combinations=len({combination(t) for t in tasks}),
+            rejections=_counts(Counter(rejections or {})),
+        )
+
+    @property
+    def attempted(self) -> int:
+        """Seeds tried: accepted tasks plus rejections."""
+        return self.tasks + sum(self.rejections.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "attempted": self.attempted}
+
+
+def summarize(tasks: Iterable[Task], rejections: Mapping[str, int] | None = None
+              ) -> dict[str, Any]:
+    """:class:`TaskSetStats` of ``tasks`` as a JSON-able dict (keys are strings)."""
+    return TaskSetStats.from_tasks(tasks, rejections).to_dict()
