@@ -6,14 +6,16 @@ import json
 import os
 import re
 import sys
+import threading
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import jsonschema
 
-__all__ = ["EndpointConfig", "ChatClient", "LLMError", "REASONS", "MAX_RESPONSE_BYTES"]
+__all__ = ["MAX_RESPONSE_BYTES", "REASONS", "ChatClient", "EndpointConfig", "LLMError"]
 
 MAX_RESPONSE_BYTES = 256 * 1024
 REASONS = ("timeout", "unreachable", "http_429", "http_5xx", "http_4xx", "bad_response",
@@ -27,9 +29,8 @@ class LLMError(Exception):
     """A chat request that gave no usable answer.
 
     Attributes:
-        reason: One of ``REASONS``: "timeout", "unreachable", "http_429", "http_5xx",
-            "http_4xx", "bad_response" (not a chat completion), "too_large" (body over the
-            cap) or "bad_output" (``complete_json``: the content is not JSON of the schema).
+        reason: One of ``REASONS``; "bad_response": not a chat completion, "too_large": body
+            over the cap, "bad_output": ``complete_json`` got no JSON of the schema.
         detail: One line for humans; never a traceback.
     """
 
@@ -65,11 +66,7 @@ class EndpointConfig:
 
     @classmethod
     def from_env(cls, prefix: str = "COMPOENV_LLM") -> EndpointConfig | None:
-        """Read ``<prefix>_BASE_URL``, ``<prefix>_MODEL`` and ``<prefix>_API_KEY``.
-
-        Returns:
-            The config, or None when ``<prefix>_BASE_URL`` is unset or empty.
-        """
+        """From ``<prefix>_BASE_URL``, ``_MODEL`` and ``_API_KEY``; None if BASE_URL is unset."""
         base_url = os.environ.get(f"{prefix}_BASE_URL", "").strip()
         if not base_url:
             return None
@@ -78,27 +75,20 @@ class EndpointConfig:
 
     def max_wall_s(self) -> float:
         """The longest one ``complete`` call may take: every attempt plus every backoff."""
-        backoffs = self.backoff_s * (2 ** self.max_retries - 1)
-        return self.timeout_s * (self.max_retries + 1) + backoffs
+        return (self.timeout_s * (self.max_retries + 1)
+                + self.backoff_s * (2 ** self.max_retries - 1))
 
 
-def _import_openai() -> ModuleType:
+def _import_openai() -> tuple[ModuleType, ModuleType]:
+    """``openai`` and the HTTP library under it (httpx, or a successor), whose errors can
+    surface while a streamed body is read."""
     try:
         import openai
     except ImportError:
         raise ImportError("compoenv.llm.ChatClient needs the openai package: "
                           "pip install 'compoenv[llm]'") from None
-    return openai
-
-
-def _httpx_of(openai: ModuleType) -> ModuleType:
-    """The HTTP library under ``openai`` (httpx, or a successor), whose errors can surface
-    while a streamed body is read."""
-    for cls in openai.DefaultHttpxClient.__mro__:
-        root = cls.__module__.split(".")[0]
-        if root != "openai" and root != "builtins":
-            return sys.modules[root]
-    raise ImportError("cannot find the HTTP client library under openai")
+    roots = (cls.__module__.split(".")[0] for cls in openai.DefaultHttpxClient.__mro__)
+    return openai, sys.modules[next(r for r in roots if r not in ("openai", "builtins"))]
 
 
 def _one_line(text: str, limit: int = 200) -> str:
@@ -109,9 +99,9 @@ def _one_line(text: str, limit: int = 200) -> str:
 class ChatClient:
     """Chat completions from one endpoint, with explicit retries and limits.
 
-    ``complete`` never raises anything but ``LLMError`` for a failed request and never runs
-    longer than ``config.max_wall_s()`` (plus at most one socket read if a server trickles
-    its body). Safe to share between threads.
+    ``complete`` raises only ``LLMError`` for a failed request and returns within
+    ``config.max_wall_s()``: each attempt runs in a worker thread that is abandoned at the
+    attempt's deadline, however the socket behaves. Safe to share between threads.
 
     Args:
         config: The endpoint.
@@ -120,20 +110,17 @@ class ChatClient:
 
     def __init__(self, config: EndpointConfig,
                  max_response_bytes: int = MAX_RESPONSE_BYTES) -> None:
-        openai = _import_openai()
+        self._openai, self._httpx = _import_openai()
         self.config = config
         self.max_response_bytes = max_response_bytes
         self.supports_response_format = True  # until the server rejects one
-        self._openai = openai
-        self._httpx = _httpx_of(openai)
-        self._client = openai.OpenAI(base_url=config.base_url, api_key=config.api_key,
-                                     timeout=config.timeout_s, max_retries=0)
+        self._client = self._openai.OpenAI(base_url=config.base_url, api_key=config.api_key,
+                                           timeout=config.timeout_s, max_retries=0)
 
     @classmethod
     def from_env(cls, prefix: str = "COMPOENV_LLM") -> ChatClient | None:
         """A client for ``EndpointConfig.from_env(prefix)``, or None when none is configured."""
-        config = EndpointConfig.from_env(prefix)
-        return cls(config) if config is not None else None
+        return cls(config) if (config := EndpointConfig.from_env(prefix)) else None
 
     def close(self) -> None:
         """Release the connection pool."""
@@ -160,42 +147,35 @@ class ChatClient:
         deadline = time.monotonic() + cfg.max_wall_s()
         failures = 0
         while True:
-            structured = json_schema is not None and self.supports_response_format
             request: dict[str, Any] = {
-                "model": cfg.model,
-                "messages": self._messages(messages, json_schema, structured),
+                "model": cfg.model, "messages": self._messages(messages, json_schema),
                 "temperature": cfg.temperature if temperature is None else temperature,
-                "max_tokens": cfg.max_tokens if max_tokens is None else max_tokens,
-            }
-            if structured:
-                assert json_schema is not None
+                "max_tokens": cfg.max_tokens if max_tokens is None else max_tokens}
+            if json_schema is not None and self.supports_response_format:
+                name = _NAME.sub("_", schema_name or str(json_schema.get("title") or "response"))
                 request["response_format"] = {"type": "json_schema", "json_schema": {
-                    "name": _schema_name(json_schema, schema_name), "schema": json_schema,
-                    "strict": True}}
+                    "name": name[:64], "schema": json_schema, "strict": True}}
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise LLMError("timeout", f"no reply within {cfg.max_wall_s():.1f}s")
             try:
-                return _content(self._post(request, min(cfg.timeout_s, remaining)))
+                return _content(self._attempt(request, min(cfg.timeout_s, remaining)))
             except _Rejected:
                 self.supports_response_format = False  # ask again without it, no backoff
-                continue
             except LLMError as exc:
-                if exc.reason not in _RETRYABLE or failures >= cfg.max_retries:
-                    raise
                 delay = cfg.backoff_s * 2 ** failures
-                failures += 1
-                if time.monotonic() + delay >= deadline:
+                if (exc.reason not in _RETRYABLE or failures >= cfg.max_retries
+                        or time.monotonic() + delay >= deadline):
                     raise
+                failures += 1
                 time.sleep(delay)
 
     def complete_json(self, messages: Sequence[Mapping[str, Any]], schema: dict[str, Any], *,
                       schema_name: str | None = None) -> Any:
-        """The reply parsed as JSON and validated against ``schema``.
+        """The reply parsed as JSON (a code fence is tolerated) and valid against ``schema``.
 
         Raises:
-            LLMError: the request failed, or "bad_output" when the reply is not JSON of the
-                schema (the detail says where it differs).
+            LLMError: as ``complete``, or "bad_output" saying where the reply is off.
         """
         text = self.complete(messages, json_schema=schema, schema_name=schema_name).strip()
         fenced = _FENCE.match(text)
@@ -213,9 +193,10 @@ class ChatClient:
         return value
 
     def _messages(self, messages: Sequence[Mapping[str, Any]],
-                  json_schema: dict[str, Any] | None, structured: bool) -> list[dict[str, Any]]:
+                  json_schema: dict[str, Any] | None) -> list[dict[str, Any]]:
+        """The messages; with a schema the server cannot enforce, the schema is stated."""
         out = [dict(m) for m in messages]
-        if json_schema is None or structured:
+        if json_schema is None or self.supports_response_format:
             return out
         note = ("Reply with one JSON value only, no prose and no code fence, matching this "
                 f"JSON schema: {json.dumps(json_schema, separators=(',', ':'))}")
@@ -225,19 +206,39 @@ class ChatClient:
             out.insert(0, {"role": "system", "content": note})
         return out
 
+    def _attempt(self, request: dict[str, Any], timeout: float) -> Any:
+        """``_post`` in a daemon thread, given up on after ``timeout`` (the thread then ends
+        by its own socket timeouts or its deadline check between body chunks)."""
+        outcome: list[tuple[bool, Any]] = []
+
+        def work() -> None:
+            try:
+                outcome.append((True, self._post(request, timeout)))
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller, type intact
+                outcome.append((False, exc))
+
+        worker = threading.Thread(target=work, name="compoenv-llm", daemon=True)
+        worker.start()
+        worker.join(timeout)
+        if not outcome:
+            raise LLMError("timeout", f"no reply within {timeout:.2f}s")
+        if outcome[0][0]:
+            return outcome[0][1]
+        raise outcome[0][1]
+
     def _post(self, request: dict[str, Any], timeout: float) -> Any:
         """One attempt: the parsed JSON body, or LLMError / _Rejected."""
         openai, httpx = self._openai, self._httpx
         completions = self._client.chat.completions.with_streaming_response
-        try:
+        try:  # one place turns the transport's exceptions into LLMError
             with completions.create(**request, timeout=timeout) as response:
                 body = self._read(response, time.monotonic() + timeout)
                 content_type = response.headers.get("content-type", "")
         except openai.APITimeoutError:
             raise LLMError("timeout", f"no reply within {timeout:.2f}s") from None
         except openai.APIConnectionError as exc:
-            raise LLMError("unreachable", f"{self.config.base_url}: {_one_line(str(exc))}") \
-                from None
+            detail = f"{self.config.base_url}: {_one_line(str(exc))}"
+            raise LLMError("unreachable", detail) from None
         except openai.APIStatusError as exc:
             raise _status_error(exc, "response_format" in request) from None
         except httpx.TimeoutException:
@@ -245,8 +246,8 @@ class ChatClient:
         except (httpx.HTTPError, httpx.StreamError) as exc:
             raise LLMError("unreachable", f"connection lost: {type(exc).__name__}") from None
         except openai.OpenAIError as exc:
-            raise LLMError("bad_response", f"{type(exc).__name__}: {_one_line(str(exc))}") \
-                from None
+            detail = f"{type(exc).__name__}: {_one_line(str(exc))}"
+            raise LLMError("bad_response", detail) from None
         try:
             return json.loads(body)
         except (UnicodeDecodeError, json.JSONDecodeError):
@@ -259,16 +260,14 @@ class ChatClient:
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > cap:
             raise LLMError("too_large", f"body of {int(declared)} bytes exceeds {cap}")
-        chunks: list[bytes] = []
-        size = 0
+        body = bytearray()
         for chunk in response.iter_bytes():
-            size += len(chunk)
-            if size > cap:
+            body += chunk
+            if len(body) > cap:
                 raise LLMError("too_large", f"body exceeds {cap} bytes")
-            if time.monotonic() > deadline:
+            if time.monotonic() > deadline:  # a trickling body: the caller has given up
                 raise LLMError("timeout", "body still arriving at the attempt's deadline")
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return bytes(body)
 
 
 class _Rejected(Exception):
@@ -276,24 +275,12 @@ class _Rejected(Exception):
 
 
 def _status_error(exc: Any, structured: bool) -> Exception:
-    status = int(exc.status_code)
-    text = str(exc)  # "Error code: 400 - {...the server's error body...}"
-    if structured and status in (400, 422) and ("response_format" in text
-                                                or "json_schema" in text):
+    status, text = int(exc.status_code), str(exc)  # "Error code: 400 - {...server's body...}"
+    if structured and status in (400, 422) and ("response_format" in text or "json_schema" in text):
         return _Rejected()
-    detail = f"HTTP {status}: {_one_line(text)}"
-    if status == 429:
-        return LLMError("http_429", detail)
-    if status >= 500:
-        return LLMError("http_5xx", detail)
-    if status == 404:
-        detail += " (is base_url the API root, ending in /v1?)"
-    return LLMError("http_4xx", detail)
-
-
-def _schema_name(schema: Mapping[str, Any], name: str | None) -> str:
-    raw = name or str(schema.get("title") or "response")
-    return _NAME.sub("_", raw)[:64] or "response"
+    reason = "http_429" if status == 429 else "http_5xx" if status >= 500 else "http_4xx"
+    hint = " (is base_url the API root, ending in /v1?)" if status == 404 else ""
+    return LLMError(reason, f"HTTP {status}: {_one_line(text)}{hint}")
 
 
 def _content(body: Any) -> str:

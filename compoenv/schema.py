@@ -92,7 +92,8 @@ def interface_slots(schema: dict[str, Any], required: bool = True,
 
 
 def extract(value: Any, path: tuple[str, ...]) -> list[Any]:
-    """Values found at ``path`` inside ``value`` (a list: ``"*"`` fans out over items)."""
+    """Values found at ``path`` inside ``value``: ``"*"`` fans out over a list's items (or a
+    mapping's values), ``"#k"`` takes item k of a list."""
     found = [value]
     for key in path:
         nxt: list[Any] = []
@@ -102,6 +103,10 @@ def extract(value: Any, path: tuple[str, ...]) -> list[Any]:
                     nxt.extend(item)
                 elif isinstance(item, dict):
                     nxt.extend(item.values())
+            elif key[:1] == "#" and isinstance(item, list):  # "#3": the fourth item only
+                index = int(key[1:])
+                if 0 <= index < len(item):
+                    nxt.append(item[index])
             elif isinstance(item, dict) and key in item:
                 nxt.append(item[key])
         found = nxt

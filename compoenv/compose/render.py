@@ -8,7 +8,7 @@ import string
 from compoenv.compose.walk import Binding, Walk
 from compoenv.service import ToolSpec
 
-__all__ = ["render_instruction", "reference"]
+__all__ = ["render_instruction", "reference", "phrase", "noun", "words"]
 
 _QUOTED = frozenset({"Text", "EmailSubject", None})
 _KEYS = frozenset({"FlightNumber", "BookingReference"})
@@ -16,7 +16,8 @@ _THE_THE = re.compile(r"\bthe the\b")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 
 
-def _words(name: str) -> str:
+def words(name: str) -> str:
+    """``billing_email`` -> "billing email", ``WeatherReport`` -> "weather report"."""
     return _CAMEL.sub(" ", name).replace("_", " ").lower()
 
 
@@ -28,16 +29,17 @@ def _root(spec: ToolSpec, path: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
             if best is None or len(slot.path) < len(best.path):
                 best = slot
     if best is None:
-        return _words(spec.name.split("_", 1)[-1]), path
-    return _words(best.interface), path[len(best.path):]
+        return words(spec.name.split("_", 1)[-1]), path
+    return words(best.interface), path[len(best.path):]
 
 
 def reference(spec: ToolSpec, path: tuple[str, ...], interface: str | None) -> str:
     """How the instruction names a value found by an earlier step: "the contact's email"."""
+    path = tuple("*" if p[:1] == "#" else p for p in path)  # a picked item reads as its kind
     noun, rest = _root(spec, path)
-    field = [_words(p) for p in rest if p != "*"]
+    field = [words(p) for p in rest if p != "*"]
     if not field:
-        return f"that {_words(interface or 'result')}"
+        return f"that {words(interface or 'result')}"
     return f"the {noun}'s {' '.join(field)}"
 
 
@@ -56,7 +58,8 @@ def _identifies(binding: Binding) -> bool:
     return binding.source is not None and (kind.endswith("Id") or kind in _KEYS)
 
 
-def _phrase(spec: ToolSpec, walk: Walk, bindings: list[Binding]) -> str:
+def phrase(spec: ToolSpec, walk: Walk, bindings: list[Binding]) -> str:
+    """The tool's phrase with its arguments filled in: stated values, or references."""
     template = spec.phrase or f"use {spec.qualified_name} ({spec.description.rstrip('.')})"
     for b in bindings:  # "cancel event {event_id}" -> "cancel that event"
         if _identifies(b):
@@ -73,19 +76,37 @@ def _phrase(spec: ToolSpec, walk: Walk, bindings: list[Binding]) -> str:
         if b.param in fields:
             values[b.param] = shown
         elif not (_identifies(b) and b.param in spec.phrase if spec.phrase else False):
-            extras.append(f"{_words(b.param)} {shown}")
+            extras.append(f"{words(b.param)} {shown}")
     for name in fields - values.keys():
         values[name] = "the default"
     text = _THE_THE.sub("the", template.format(**values))
     return text + (f" ({'; '.join(extras)})" if extras else "")
 
 
+def noun(spec: ToolSpec) -> str:
+    """What a tool's result is called: "invoice" for a list of Invoice, "contact" for one."""
+    noun_, _ = _root(spec, ("*", "x") if any(s.path[:1] == ("*",) for s in spec.outputs)
+                     else ("x",))
+    return noun_
+
+
 def render_instruction(walk: Walk) -> str:
-    """One request: the steps in order, then what to report (if the walk ends in a read)."""
-    parts = [_phrase(step.spec, walk, step.bindings) for step in walk.steps]
-    sentences = [parts[0][0].upper() + parts[0][1:] + "."]
-    sentences += ["Then " + p + "." for p in parts[1:]]
-    if walk.report is not None and walk.report.source is not None:
+    """One request: house rules, the steps in order, then what to report."""
+    sentences = []
+    for i, segment in enumerate(walk.segments):
+        text = segment.text
+        if text is None:
+            step = walk.steps[segment.steps[0]]
+            text = phrase(step.spec, walk, step.bindings)
+        if i and segment.lead:
+            text = "then " + text
+        sentences.append(text[0].upper() + text[1:] + ("" if text.endswith(".") else "."))
+    if walk.report_text is not None:
+        sentences.append(walk.report_text)
+    elif walk.report is not None and walk.report.source is not None:
         producer = walk.steps[walk.report.source].spec
         sentences.append(f"Tell me {reference(producer, walk.report.path, walk.report.interface)}.")
-    return " ".join(sentences)
+    request = " ".join(sentences)
+    if walk.rules:
+        return "House rules: " + " ".join(walk.rules) + "\nRequest: " + request
+    return request

@@ -5,14 +5,14 @@ from __future__ import annotations
 import logging
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
-from typing import Sequence
 
 from compoenv.llm import ChatClient, LLMError
 
-__all__ = ["rewrite_instruction", "check_rewrite", "RewriteStats", "SYSTEM_PROMPT",
-           "REJECT_REASONS"]
+__all__ = ["REJECT_REASONS", "SYSTEM_PROMPT", "RewriteStats", "check_rewrite",
+           "rewrite_instruction"]
 
 logger = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from compoenv.compose.values import MISSING, fresh_value, record_arguments, record_value
 from compoenv.graph import Edge, ToolGraph
@@ -48,9 +48,32 @@ class Step:
 
 
 @dataclass(slots=True)
+class Segment:
+    """One sentence of the request: a step rendered from its phrase, or a motif's own text.
+
+    Attributes:
+        steps: Indices of the steps (tool calls) the sentence asks for.
+        text: The sentence's text; None renders the single step's phrase.
+        lead: Whether "Then" may lead the sentence (motif texts open with their own words).
+    """
+
+    steps: list[int]
+    text: str | None = None
+    lead: bool = True
+
+
+@dataclass(slots=True)
 class Walk:
+    """A composed solution and everything needed to phrase and grade it."""
+
     steps: list[Step] = field(default_factory=list)
     report: Binding | None = None      # the value the final message must report, if any
+    report_text: str | None = None     # how to ask for it, when not "Tell me <reference>."
+    segments: list[Segment] = field(default_factory=list)
+    rules: list[str] = field(default_factory=list)        # house rules, stated up front
+    motifs: list[str] = field(default_factory=list)
+    hidden: list[Any] = field(default_factory=list)       # values the request must not state
+    guarded: list[str] = field(default_factory=list)      # services the solution must not touch
 
     @property
     def services(self) -> list[str]:
@@ -144,11 +167,14 @@ def _bind(spec: ToolSpec, edge: Edge, value: _Value, available: list[_Value],
     return bindings
 
 
+def _worth_reporting(v: _Value) -> bool:
+    return ((v.slot.interface in STATABLE or not v.slot.interface.endswith("Id"))
+            and v.slot.interface not in _DULL and not isinstance(v.value, bool))
+
+
 def _reportable(step: Step, index: int, stated: set[str]) -> list[_Value]:
     return [v for v in _single_values(index, step.spec, step.result)
-            if (v.slot.interface in STATABLE or not v.slot.interface.endswith("Id"))
-            and v.slot.interface not in _DULL
-            and not isinstance(v.value, bool) and str(v.value).casefold() not in stated]
+            if _worth_reporting(v) and str(v.value).casefold() not in stated]
 
 
 class Walker:
@@ -178,9 +204,16 @@ class Walker:
         self.own = {session.world.user.email, session.world.user.name}
 
     # -- steps ------------------------------------------------------------------------------
-    def start(self) -> None:
-        """Begin with a tool a user can ask for directly, grounded in a real record."""
-        starts = [t for t in self.graph.start_tools() if self._allowed(t)]
+    def start(self, accept: Callable[[ToolSpec], bool] | None = None,
+              items: tuple[int, int] | None = None) -> Step:
+        """Begin with a tool a user can ask for directly, grounded in a real record.
+
+        Args:
+            accept: Only tools it accepts may start the walk.
+            items: For a list-returning start, the (min, max) number of items it must find.
+        """
+        starts = [t for t in self.graph.start_tools()
+                  if self._allowed(t) and (accept is None or accept(self.graph.specs[t]))]
         if not starts:
             raise Rejected("no_start_tool")
         for name in self.rng.sample(starts, min(self.attempts, len(starts))):
@@ -188,38 +221,71 @@ class Walker:
             args = record_arguments(spec, self.session.service(spec.service), self.rng)
             if args is None:
                 continue
+            if items is not None:  # probe first: a list of the wrong size must not be kept
+                found = self.session.service(spec.service).call(spec.name, args).get("data")
+                if not isinstance(found, list) or not items[0] <= len(found) <= items[1]:
+                    continue
             kinds = {slot.path[0]: slot.interface for slot in spec.inputs}
             bindings = [Binding(k, v, interface=kinds.get(k)) for k, v in args.items()]
-            if self.execute(spec, bindings):
-                return
+            if step := self.execute(spec, bindings):
+                return step
         raise Rejected("start_failed")
 
-    def execute(self, spec: ToolSpec, bindings: list[Binding],
-                need_report: bool = False) -> Step | None:
+    def adopt(self, index: int, item: int) -> None:
+        """Make item ``item`` of step ``index``'s list result available as single values."""
+        spec, found = self.walk.steps[index].spec, self.walk.steps[index].result
+        for slot in spec.outputs:
+            if slot.path[:1] != ("*",) or slot.kind in ("object", "array") or "*" in slot.path[1:]:
+                continue
+            path = (f"#{item}",) + slot.path[1:]
+            values = extract(found, path)
+            if len(values) == 1 and values[0] not in (None, "", []) and values[0] not in self.own:
+                self.available.append(_Value(index, Slot(slot.interface, path, True, slot.kind),
+                                             values[0]))
+
+    def execute(self, spec: ToolSpec, bindings: list[Binding], need_report: bool = False,
+                segment: bool = True) -> Step | None:
         """Run one candidate step; keep it if it succeeds, finds something and changes what a
-        write should change. Returns the kept step."""
+        write should change. Returns the kept step (with its own sentence unless ``segment``
+        is False: a motif phrases it)."""
         state = None if spec.read_only else _snapshot(self.session.state(spec.service))
         result = self.session.call(spec.qualified_name, {b.param: b.value for b in bindings})
         if not _useful(result):
             return None
         if state is not None and state == _snapshot(self.session.state(spec.service)):
             return None  # a write that changes nothing (marking a read email as read)
+        if state is None and any(result["data"] == s.result for s in self.walk.steps):
+            return None  # a read that finds what an earlier step already found
         index = len(self.walk.steps)
         step = Step(spec, bindings, result["data"])
         if need_report and spec.read_only and not _reportable(step, index, set()):
             return None
         self.walk.steps.append(step)
+        if segment:
+            self.walk.segments.append(Segment([index]))
         self.used.add(spec.qualified_name)
         self.available.extend(v for v in _single_values(index, spec, step.result)
                               if v.value not in self.own)
         return step
 
-    def extend(self, need_report: bool = False) -> Step:
-        """Add one step fed by an earlier step's output: the last step's first, then older."""
+    def extend(self, need_report: bool = False,
+               accept: Callable[[ToolSpec], bool] | None = None) -> Step:
+        """Add one step fed by an earlier step's output: the last step's first, then older.
+
+        Args:
+            need_report: The step must leave a value worth reporting (it may end the walk).
+            accept: Only tools it accepts may be the next step.
+        """
         tried = 0
         self._visited = set(self.walk.services)
-        for source in range(len(self.walk.steps) - 1, -1, -1):
-            options = self._options(source)
+        last = len(self.walk.steps) - 1
+        consumed = {b.source for s in self.walk.steps for b in s.bindings}
+        # a read nothing uses would be a pointless step: older steps may feed the next one
+        # only when the last step is a write, or its result is already used
+        oldest = 0 if (not self.walk.steps[last].spec.read_only or last in consumed) else last
+        for source in range(last, oldest - 1, -1):
+            options = [o for o in self._options(source)
+                       if accept is None or accept(self.graph.specs[o[0].target])]
             while options and tried < self.attempts:
                 tried += 1
                 edge, value = options.pop(self.rng.choices(
@@ -233,10 +299,13 @@ class Walker:
     def finish(self) -> Walk:
         """Pick the value to report when the walk ends in a read."""
         last = self.walk.steps[-1]
-        if last.spec.read_only:
+        if last.spec.read_only and self.walk.report is None:
             stated = {str(b.value).casefold() for s in self.walk.steps for b in s.bindings
                       if b.source is None}
-            choices = _reportable(last, len(self.walk.steps) - 1, stated)
+            index = len(self.walk.steps) - 1
+            choices = _reportable(last, index, stated) or [
+                v for v in self.available if v.step == index and v.slot.path[0][:1] == "#"
+                and _worth_reporting(v) and str(v.value).casefold() not in stated]
             if not choices:
                 raise Rejected("nothing_to_report")
             pick = self.rng.choice(choices)
