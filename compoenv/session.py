@@ -86,6 +86,26 @@ class Session:
         self.log.append(CallRecord(str(name)[:200], arguments, result))
         return result
 
+    def checkpoint(self) -> tuple[dict[str, tuple[State, bool]], int]:
+        """A point to roll back to: each live state (owned ones forked, records shared) and
+        whether it is still the shared seeded state, plus the log length."""
+        states = {}
+        for name, service in self._live.items():
+            shared = service._shared
+            states[name] = (service.state if shared else service.state.fork(), shared)
+        return states, len(self.log)
+
+    def rollback(self, point: tuple[dict[str, tuple[State, bool]], int]) -> None:
+        """Undo every call since ``checkpoint()`` (services first used since are dropped)."""
+        states, length = point
+        for name in list(self._live):
+            if name not in states:
+                del self._live[name]
+                del self._initial[name]
+            else:
+                self._live[name].state, self._live[name]._shared = states[name]
+        del self.log[length:]
+
     def state(self, name: str) -> State:
         return self.service(name).state
 

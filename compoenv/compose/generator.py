@@ -11,7 +11,9 @@ from typing import Iterator
 from compoenv.compose.render import render_instruction
 from compoenv.compose.rubric import answer_text, build_rubric
 from compoenv.compose.verify import verify_task, verify_walk
-from compoenv.compose.walk import Rejected, random_walk
+from compoenv.compose.motifs import MOTIFS
+from compoenv.compose.plan import choose_plan, realize
+from compoenv.compose.walk import Rejected, Walk, Walker
 from compoenv.graph import ToolGraph
 from compoenv.registry import Registry
 from compoenv.session import Session
@@ -32,6 +34,8 @@ class ComposerConfig:
         services: Restrict walks to these services (default: the whole registry).
         cross_bias: Weight of a cross-service edge relative to a same-service one.
         check_regeneration: Re-compose each task from its seed and require an identical task.
+        motifs: Motifs tasks may use (compoenv.compose.motifs.MOTIFS); a plain chain of
+            dependent calls is always possible.
         worlds: How many distinct Worlds tasks are set in: the walk with seed ``s`` runs in
             ``World(s % worlds)``. Worlds (and their seeded services) are built once and shared.
     """
@@ -43,16 +47,32 @@ class ComposerConfig:
     cross_bias: float = 3.0
     check_regeneration: bool = True
     worlds: int = 32
+    motifs: tuple[str, ...] = MOTIFS
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_hops <= self.max_hops:
             raise ValueError(f"need 1 <= min_hops <= max_hops, got {self.min_hops}, "
                              f"{self.max_hops}")
+        unknown = set(self.motifs) - set(MOTIFS)
+        if unknown:
+            raise ValueError(f"unknown motifs {sorted(unknown)}; choose from {list(MOTIFS)}")
         if self.worlds < 1:
             raise ValueError(f"worlds must be >= 1, got {self.worlds}")
         if self.min_services > self.max_hops:
             raise ValueError(f"min_services={self.min_services} cannot exceed "
                              f"max_hops={self.max_hops}: each service needs a call")
+
+
+def _capabilities(walk: Walk) -> list[str]:
+    """Capability tags: the motifs used, plus how information flows and how the task ends."""
+    tags = []
+    if any(b.source is not None for step in walk.steps for b in step.bindings):
+        tags.append("sequential-dependency")
+    tags += [m for m in walk.motifs if m not in tags]
+    if len(walk.services) > 1:
+        tags.append("cross-service")
+    tags.append("report" if walk.report else "write")
+    return tags
 
 
 def derive_seed(seed: int, index: int) -> int:
@@ -94,17 +114,20 @@ class Composer:
         world = World.get(seed % cfg.worlds)
         session = Session([self.registry.get(n) for n in cfg.services or self.registry.names()],
                           world)
-        walk = random_walk(self.graph, session, rng, rng.randint(cfg.min_hops, cfg.max_hops),
-                           cross_bias=cfg.cross_bias, min_services=cfg.min_services)
+        plan = choose_plan(rng, cfg.motifs, cfg.min_hops, cfg.max_hops)
+        walker = Walker(self.graph, session, rng, cross_bias=cfg.cross_bias,
+                        min_services=cfg.min_services)
+        walk = realize(plan, walker, cfg.max_hops)
         services = walk.services
         if len(services) < cfg.min_services:
             raise Rejected("too_few_services", f"{len(services)} < {cfg.min_services}")
+        if len(walk.steps) > cfg.max_hops:
+            raise Rejected("too_many_hops", f"{len(walk.steps)} > {cfg.max_hops}")
+        # the branch not taken is the agent's to weigh: its service is mounted too
+        services = services + [s for s in dict.fromkeys(walk.guarded) if s not in services]
         answers = [answer_text(walk.report.value)] if walk.report else []
         domains = Counter(self.registry.get(s).domain for s in services)
-        capabilities = ["sequential-dependency"]
-        if len(services) > 1:
-            capabilities.append("cross-service")
-        capabilities.append("report" if walk.report else "write")
+        capabilities = _capabilities(walk)
         task = Task(
             instruction=render_instruction(walk), services=services, seed=world.seed,
             walk_seed=seed,

@@ -114,7 +114,7 @@ class _Processes:
         return handle.result()
 
     def close(self) -> None:
-        self.pool.shutdown(wait=True, cancel_futures=True)
+        self.pool.shutdown(wait=False, cancel_futures=True)
 
 
 class _RayActors:

@@ -68,6 +68,15 @@ def build_rubric(walk: Walk, session: Session, answers: list[str]) -> list[Crite
     criteria: list[Criterion] = []
     for service in walk.services:
         criteria.extend(_state_criteria(service, session))
+    for service in walk.guarded:  # the branch not taken must leave its service alone
+        if service in walk.services:
+            continue
+        for collection, records in session.state(service).__dict__.items():
+            if isinstance(records, dict):
+                criteria.append(UnchangedCriterion(
+                    id="", service=service, collection=collection, required=False,
+                    description=f"Nothing in {service} {collection.replace('_', ' ')} was "
+                                f"changed (the other branch was not taken)"))
     for value in answers:
         criteria.append(AnswerCriterion(id="", value=value,
                                         description=f"The final message reports {value}"))

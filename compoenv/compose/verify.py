@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
+from compoenv.compose.rubric import answer_text
 from compoenv.compose.walk import Rejected, Walk
 from compoenv.registry import Registry
 from compoenv.reward import Outcome, RubricResult, score_rubric
 from compoenv.schema import extract
 from compoenv.session import Session
-from compoenv.task import Task
+from compoenv.task import Call, Task
 from compoenv.world import World
 
 __all__ = ["verify_task", "verify_walk", "replay", "oracle_message"]
@@ -33,10 +36,12 @@ def replay(task: Task, calls: bool = True, registry: Registry | None = None) -> 
 
 def verify_task(task: Task, registry: Registry | None = None) -> None:
     """Checks that need only the task: oracle scores 1.0, an empty run fails every required
-    criterion, and no answer is given away by the instruction.
+    criterion, no answer is given away by the instruction, and a solution with one wrong
+    argument scores below 1.0.
 
     Raises:
-        Rejected: with the reason (``oracle_fails``, ``trivial``, ``no_required``, ``leak``).
+        Rejected: with the reason (``oracle_fails``, ``trivial``, ``no_required``, ``leak``,
+            ``insensitive``).
     """
     required = [c for c in task.rubric if c.required]
     if not required:
@@ -53,6 +58,21 @@ def verify_task(task: Task, registry: Registry | None = None) -> None:
     for value in task.answer:
         if value.casefold() in text:
             raise Rejected("leak", f"answer {value!r} appears in the instruction")
+    wrong = _one_wrong_argument(task)
+    if wrong is not None and replay(wrong, registry=registry).score >= 1.0:
+        raise Rejected("insensitive", "a solution with a wrong argument still scores 1.0")
+
+
+def _one_wrong_argument(task: Task) -> Task | None:
+    """The task with the last string argument of its solution changed, if it has one."""
+    for i in range(len(task.solution) - 1, -1, -1):
+        call = task.solution[i]
+        for key, value in call.arguments.items():
+            if isinstance(value, str) and value:
+                changed = Call(name=call.name, arguments={**call.arguments, key: value + "x"})
+                solution = [*task.solution[:i], changed, *task.solution[i + 1:]]
+                return task.model_copy(update={"solution": solution})
+    return None
 
 
 def verify_walk(walk: Walk, task: Task) -> None:
@@ -60,6 +80,9 @@ def verify_walk(walk: Walk, task: Task) -> None:
     instruction, and every value carried between steps resolves to exactly one value."""
     text = task.instruction.casefold()
     stated = {str(b.value).casefold() for s in walk.steps for b in s.bindings if b.source is None}
+    for value in walk.hidden:  # compared numbers and aggregates stay for the agent to find
+        if re.search(rf"(?<![\w.]){re.escape(answer_text(value).casefold())}(?![\w]|\.\d)", text):
+            raise Rejected("leak", f"hidden value {value!r} appears in the instruction")
     for step in walk.steps:
         for b in step.bindings:
             if b.source is None:

@@ -231,6 +231,19 @@ class Walker:
                 return step
         raise Rejected("start_failed")
 
+    def checkpoint(self) -> tuple[Any, int, int, set[str]]:
+        """The walk and the world as they are now, to come back to after a failed attempt."""
+        return (self.session.checkpoint(), len(self.walk.steps), len(self.available),
+                set(self.used))
+
+    def rollback(self, point: tuple[Any, int, int, set[str]]) -> None:
+        session, steps, available, used = point
+        self.session.rollback(session)
+        del self.walk.steps[steps:]
+        del self.available[available:]
+        self.walk.segments = [s for s in self.walk.segments if s.steps[0] < steps]
+        self.used = used
+
     def adopt(self, index: int, item: int) -> None:
         """Make item ``item`` of step ``index``'s list result available as single values."""
         spec, found = self.walk.steps[index].spec, self.walk.steps[index].result

@@ -1,0 +1,234 @@
+"""Motifs: aggregation, fan-out, cross-service constraints and house rules grown on a walk.
+
+Each motif extends a live Walker (its calls execute, so every value is real), phrases its own
+sentence, and tags the walk with its capability name.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from compoenv.compose.render import noun, phrase, reference, words
+from compoenv.compose.walk import Binding, Rejected, Segment, Walker, _bind, _Value
+from compoenv.graph import Edge
+from compoenv.schema import Slot, extract
+from compoenv.service import ToolSpec
+
+__all__ = ["MOTIFS", "returns_list", "aggregate", "fan_out", "branch", "as_house_rule"]
+
+MOTIFS = ("sequential-dependency", "aggregation", "fan-out", "cross-service-constraint",
+          "house-rules")
+_SUMMABLE = frozenset({"Money", "DurationMinutes", "Quantity"})
+_ORDERED = frozenset({"Money", "DurationMinutes", "Quantity", "Temperature", "Percentage",
+                      "Date", "DateTime"})
+_PERSONAL = frozenset({"PersonName", "EmailAddress", "PhoneNumber", "JobTitle",
+                       "OrganizationName"})
+_COMPARABLE = frozenset({"Money", "Temperature", "Percentage", "DurationMinutes", "Quantity"})
+
+
+def returns_list(spec: ToolSpec) -> bool:
+    """The tool returns a list of entities (something to count, sum, pick from or fan out)."""
+    return any(s.path == ("*",) and s.kind == "object" for s in spec.outputs)
+
+
+def _item_fields(spec: ToolSpec, kinds: frozenset[str]) -> list[Slot]:
+    return [s for s in spec.outputs if len(s.path) == 2 and s.path[0] == "*"
+            and s.interface in kinds and s.kind in ("number", "integer", "string")]
+
+
+def aggregate(walker: Walker, index: int, report: bool) -> None:
+    """Count, sum, or pick the min/max item of step ``index``'s list result.
+
+    With ``report`` the walk ends on the aggregate (the final message states it); otherwise
+    the min/max item is picked and its values feed the steps that follow.
+    """
+    step = walker.walk.steps[index]
+    items = step.result
+    rng = walker.rng
+    kind = noun(step.spec)
+    ops: list[tuple[str, Slot | None]] = [("max", s) for s in _item_fields(step.spec, _ORDERED)]
+    ops += [("min", s) for s in _item_fields(step.spec, _ORDERED)]
+    if report:
+        ops += [("sum", s) for s in _item_fields(step.spec, _SUMMABLE)] + [("count", None)]
+    rng.shuffle(ops)
+    for op, slot in ops:
+        if op == "count":
+            _report(walker, index, len(items), "Quantity", f"Tell me how many {kind}s there are.")
+            return
+        assert slot is not None
+        values = [extract(item, slot.path[1:]) for item in items]
+        if any(len(v) != 1 or v[0] is None for v in values):
+            continue
+        flat = [v[0] for v in values]
+        field = words(slot.path[-1])
+        if op == "sum":
+            total = round(sum(flat), 2)
+            _report(walker, index, total, slot.interface, f"Tell me the total {field} of those "
+                                                          f"{kind}s.")
+            return
+        best = max(flat) if op == "max" else min(flat)
+        if flat.count(best) != 1:
+            continue  # a tie: "the one with the highest amount" would not name one item
+        pick = flat.index(best)
+        extreme = {"max": "latest" if slot.interface.startswith("Date") else "highest",
+                   "min": "earliest" if slot.interface.startswith("Date") else "lowest"}[op]
+        walker.walk.segments[-1].text = (phrase(step.spec, walker.walk, step.bindings)
+                                         + f", and take the {kind} with the {extreme} {field}")
+        walker.adopt(index, pick)
+        if report:
+            value = extract(items[pick], slot.path[1:])[0]
+            walker.walk.report = Binding("answer", value, index, (f"#{pick}",) + slot.path[1:],
+                                         slot.interface)
+            walker.walk.report_text = f"Tell me its {field}."
+        walker.walk.motifs.append("aggregation")
+        return
+    raise Rejected("no_aggregate")
+
+
+def _report(walker: Walker, index: int, value: Any, interface: str, text: str) -> None:
+    walker.walk.report = Binding("answer", value, index, (), interface)
+    walker.walk.report_text = text
+    walker.walk.hidden.append(value)
+    walker.walk.motifs.append("aggregation")
+
+
+def fan_out(walker: Walker, index: int) -> None:
+    """For each item of step ``index``'s list result, run the same write on that item."""
+    step = walker.walk.steps[index]
+    items = step.result
+    edges = [e for e in walker.graph.out_edges(step.spec.qualified_name)
+             if e.path[:1] == ("*",) and "*" not in e.path[1:]
+             and not walker.graph.specs[e.target].read_only and e.target not in walker.used
+             and walker._allowed(e.target)]
+    walker.rng.shuffle(edges)
+    for edge in edges[:4]:
+        first_item = _item_bindings(walker, index, edge, 0)
+        if first_item is None or any(b.source is None and b.interface in _PERSONAL
+                                     for b in first_item):
+            continue  # a name or email stated once cannot belong to every item
+        per_item = [_for_item(first_item, index, k, walker) for k in range(len(items))]
+        if any(b is None for b in per_item):
+            continue
+        carried = {tuple(b.value for b in bindings if b.source == index) for bindings in per_item}
+        if len(carried) != len(per_item):
+            continue  # two items would get the very same call
+        spec = walker.graph.specs[edge.target]
+        first = len(walker.walk.steps)
+        point = walker.checkpoint()
+        if any(walker.execute(spec, bindings, segment=False) is None for bindings in per_item):
+            walker.rollback(point)  # one item failed: undo the others, try another write
+            continue
+        text = (f"for each {noun(step.spec)} found, "
+                + phrase(spec, walker.walk, per_item[0]))
+        walker.walk.segments.append(Segment(list(range(first, len(walker.walk.steps))), text))
+        walker.walk.motifs.append("fan-out")
+        return
+    raise Rejected("no_fan_out")
+
+
+def _item_bindings(walker: Walker, index: int, edge: Edge, item: int) -> list[Binding] | None:
+    path = (f"#{item}",) + edge.path[1:]
+    found = extract(walker.walk.steps[index].result, path)
+    if len(found) != 1 or found[0] in (None, "") or found[0] in walker.own:
+        return None
+    value = _Value(index, Slot(edge.interface, path), found[0])
+    item_values = [_Value(index, Slot(s.interface, (f"#{item}",) + s.path[1:], True, s.kind), v)
+                   for s in walker.walk.steps[index].spec.outputs
+                   if s.path[:1] == ("*",) and len(s.path) == 2
+                   for v in extract(walker.walk.steps[index].result, (f"#{item}",) + s.path[1:])]
+    # item values first: a name or city for "each" item comes from that item
+    return _bind(walker.graph.specs[edge.target], edge, value, walker.available + item_values,
+                 walker.session, walker.rng)
+
+
+def _for_item(bindings: list[Binding], index: int, item: int,
+              walker: Walker) -> list[Binding] | None:
+    """Item 0's bindings moved to item ``item``: carried values re-read, stated ones kept."""
+    out = []
+    for b in bindings:
+        if b.source == index and b.path[:1] == ("#0",):
+            path = (f"#{item}",) + b.path[1:]
+            found = extract(walker.walk.steps[index].result, path)
+            if len(found) != 1 or found[0] in (None, ""):
+                return None
+            b = Binding(b.param, found[0], index, path, b.interface)
+        out.append(b)
+    return out
+
+
+def branch(walker: Walker) -> None:
+    """End with an if/otherwise between two writes, decided by a number another service gave.
+
+    The threshold is placed so that either side may hold; only the side that holds runs.
+    """
+    rng = walker.rng
+    numbers = [v for v in walker.available
+               if v.slot.interface in _COMPARABLE and isinstance(v.value, (int, float))
+               and not isinstance(v.value, bool) and v.value != 0]
+    rng.shuffle(numbers)
+    for value in numbers[:4]:
+        source = walker.walk.steps[value.step].spec.service
+        writes = _writes_avoiding(walker, source)
+        if len(writes) < 2:
+            continue
+        then_side, else_side = writes[0], writes[1]
+        holds = rng.random() < 0.5
+        threshold = _threshold(value.value, holds, rng)
+        taken = then_side if holds else else_side
+        if walker.execute(taken[0], taken[1], segment=False) is None:
+            continue
+        subject = reference(walker.walk.steps[value.step].spec, value.slot.path,
+                            value.slot.interface)
+        then_text = phrase(then_side[0], walker.walk, then_side[1])
+        else_text = phrase(else_side[0], walker.walk, else_side[1])
+        text = f"if {subject} is above {threshold:g}, {then_text}; otherwise, {else_text}"
+        walker.walk.segments.append(Segment([len(walker.walk.steps) - 1], text))
+        walker.walk.hidden.append(value.value)
+        untaken = (else_side if holds else then_side)[0].service
+        if untaken != taken[0].service:
+            walker.walk.guarded.append(untaken)
+        walker.walk.motifs.append("cross-service-constraint")
+        return
+    raise Rejected("no_branch")
+
+
+def _writes_avoiding(walker: Walker, service: str) -> list[tuple[ToolSpec, list[Binding]]]:
+    """Two bindable writes in services other than ``service``, fed by the walk's values."""
+    found: list[tuple[ToolSpec, list[Binding]]] = []
+    seen: set[str] = set()
+    candidates = [(e, v) for source in range(len(walker.walk.steps))
+                  for e, v in walker._options(source)]
+    walker.rng.shuffle(candidates)
+    for edge, value in candidates:
+        spec = walker.graph.specs[edge.target]
+        if spec.read_only or spec.service == service or edge.target in seen:
+            continue
+        bindings = _bind(spec, edge, value, walker.available, walker.session, walker.rng)
+        if bindings is not None:
+            found.append((spec, bindings))
+            seen.add(edge.target)
+        if len(found) == 2:
+            break
+    return found
+
+
+def _threshold(value: float, holds: bool, rng: Any) -> float:
+    """A round number on the side of ``value`` that makes "value is above it" ``holds``."""
+    gap = max(abs(value) * rng.uniform(0.1, 0.35), 1.0)
+    raw = value - gap if holds else value + gap
+    step = 10.0 if abs(raw) >= 100 else 1.0 if abs(raw) >= 10 else 0.5
+    threshold = (math.floor(raw / step) if holds else math.ceil(raw / step)) * step
+    return threshold if (value > threshold) == holds else raw
+
+
+def as_house_rule(walker: Walker) -> None:
+    """Move the walk's if/otherwise sentence into a house rule stated before the request."""
+    for segment in walker.walk.segments:
+        if segment.text and segment.text.startswith("if "):
+            text = segment.text
+            walker.walk.rules.append("Whenever " + text[3:] + ".")
+            segment.text = "apply the house rules"
+            walker.walk.motifs.append("house-rules")
+            return
+    raise Rejected("no_house_rule")

@@ -1,0 +1,84 @@
+"""What a task is made of: a motif plan drawn per seed, and the walk that carries it out."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from compoenv.compose.motifs import aggregate, as_house_rule, branch, fan_out, returns_list
+from compoenv.compose.walk import Rejected, Walk, Walker
+
+__all__ = ["Plan", "choose_plan", "realize"]
+
+_SHAPES = ("sequential", "aggregation", "fan-out")
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The shape of one task.
+
+    Attributes:
+        shape: "sequential" (a chain), "aggregation" (count/sum/min/max over a list) or
+            "fan-out" (one write per item of a list).
+        hops: Target number of tool calls.
+        report_aggregate: Aggregation only: end on the aggregate instead of picking an item.
+        constraint: End with an if/otherwise decided by a value from another service.
+        house_rules: State that if/otherwise as a house rule before the request.
+    """
+
+    shape: str
+    hops: int
+    report_aggregate: bool = False
+    constraint: bool = False
+    house_rules: bool = False
+
+
+def choose_plan(rng: random.Random, motifs: tuple[str, ...], min_hops: int,
+                max_hops: int) -> Plan:
+    """Draw a plan among the enabled motifs (a plain chain is always possible)."""
+    shapes = [s for s in _SHAPES if s == "sequential" or s in motifs]
+    if max_hops < 3 and "fan-out" in shapes:  # a list and at least two writes
+        shapes.remove("fan-out")
+    shape = rng.choice(shapes)
+    constraint = "cross-service-constraint" in motifs and max_hops >= 2 and rng.random() < 0.45
+    return Plan(
+        shape=shape, hops=rng.randint(min_hops, max_hops),
+        report_aggregate=shape == "aggregation" and rng.random() < 0.5,
+        constraint=constraint,
+        house_rules=constraint and "house-rules" in motifs and rng.random() < 0.5,
+    )
+
+
+def realize(plan: Plan, walker: Walker, max_hops: int) -> Walk:
+    """Run the walk the plan describes.
+
+    Raises:
+        Rejected: the plan did not fit this world and seed (the reason says where).
+    """
+    steps = walker.walk.steps
+    room = plan.hops - (1 if plan.constraint else 0)  # the branch adds the last call
+    if plan.shape == "fan-out":
+        walker.start(accept=returns_list, items=(2, max(2, max_hops - 1)))
+        fan_out(walker, 0)
+    elif plan.shape == "aggregation" and not plan.report_aggregate:
+        walker.start(accept=returns_list, items=(2, 100))
+        aggregate(walker, 0, report=False)
+    else:
+        walker.start()
+    if plan.shape == "aggregation" and plan.report_aggregate:
+        while len(steps) < room - 1:
+            walker.extend()
+        if not returns_list(steps[-1].spec):
+            walker.extend(accept=returns_list)
+        if not isinstance(steps[-1].result, list) or len(steps[-1].result) < 2:
+            raise Rejected("small_list")
+        aggregate(walker, len(steps) - 1, report=True)
+        if not plan.constraint:
+            return walker.finish()
+    while len(steps) < room:
+        walker.extend(need_report=not plan.constraint and len(steps) == room - 1)
+    if plan.constraint:
+        branch(walker)
+        if plan.house_rules:
+            as_house_rule(walker)
+    return walker.finish()
