@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 from pydantic import BaseModel
@@ -23,8 +22,9 @@ def norm(text: Any) -> str:
 
 def next_id(prefix: str, existing: Iterable[str], width: int = 4) -> str:
     """The next id after the largest numeric suffix among ``existing`` (``C-0007`` -> ``C-0008``)."""
-    numbers = [int(m.group(1)) for key in existing
-               if (m := re.search(r"(\d+)$", key)) and key.startswith(prefix)]
+    cut = len(prefix)
+    numbers = [int(key[cut:]) for key in existing
+               if key.startswith(prefix) and key[cut:].isdigit()]
     return f"{prefix}{(max(numbers) + 1) if numbers else 1:0{width}d}"
 
 

@@ -20,6 +20,7 @@ __all__ = [
 ]
 
 _MISSING = object()
+_PLAIN = frozenset({str, int, float})
 _NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?")
 _PUNCT = re.compile(r"[\s\"'`.,;:!?()\[\]{}]+")
 
@@ -72,6 +73,8 @@ def _as_number(value: Any) -> float | None:
 
 def same_value(expected: Any, actual: Any) -> bool:
     """Equality up to case, white space, trailing punctuation, number formatting and list order."""
+    if type(expected) is type(actual) and type(expected) in _PLAIN and expected == actual:
+        return True  # the common case, before any normalising
     if type(expected) is dict or isinstance(expected, Mapping):
         return (type(actual) is dict or isinstance(actual, Mapping)) and all(
             k in actual and same_value(v, actual[k]) for k, v in expected.items())

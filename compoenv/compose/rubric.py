@@ -37,7 +37,8 @@ def _state_criteria(service: str, session: Session) -> list[Criterion]:
             continue
         noun = collection.rstrip("s").replace("_", " ")
         created = [k for k in after if k not in before]
-        modified = [k for k in after if k in before and after[k] != before[k]]
+        modified = [k for k in after
+                    if k in before and after[k] is not before[k] and after[k] != before[k]]
         deleted = [k for k in before if k not in after]
         for key in created:
             match = {f: v for f, v in record_dict(after[key]).items() if v != key}
