@@ -59,6 +59,13 @@ class RewriteStats:
     accepted: int = 0
     rejected: Counter[str] = field(default_factory=Counter)
 
+    def merge(self, other: RewriteStats) -> None:
+        """Add ``other``'s counts (say, from another worker) to these."""
+        self.calls += other.calls
+        self.attempts += other.attempts
+        self.accepted += other.accepted
+        self.rejected.update(other.rejected)
+
     def as_dict(self) -> dict[str, object]:
         """A JSON-able summary."""
         return {"calls": self.calls, "attempts": self.attempts, "accepted": self.accepted,

@@ -1,0 +1,269 @@
+"""Loopback OpenAI-compatible chat server for tests, with switchable faults.
+
+Not a test module: tests import it as ``from chat_server import ChatServer`` (tests/ has no
+``__init__.py``, so pytest's default 'prepend' import mode puts it on ``sys.path``).
+
+    with ChatServer(responder=lambda req: "hello") as server:
+        client = ChatClient(EndpointConfig(base_url=server.url, model=server.model))
+        server.mode = "http_500"            # faults can change between requests
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["MODES", "ChatServer", "Received", "echo"]
+
+MODES = ("ok", "down", "slow", "trickle", "http_500", "http_500_then_ok", "http_429_then_ok",
+         "non_json", "huge", "schema_violation", "reject_response_format")
+Responder = Callable[[dict[str, Any]], str]
+
+
+def echo(request: dict[str, Any]) -> str:
+    """The default responder: the content of the last user message."""
+    users = [m for m in request.get("messages", []) if m.get("role") == "user"]
+    content = users[-1].get("content") if users else ""
+    return content if isinstance(content, str) and content else "ok"
+
+
+@dataclass(frozen=True)
+class Received:
+    """One request as the server saw it."""
+
+    method: str
+    path: str
+    headers: dict[str, str]  # lower-case names
+    body: dict[str, Any] | None = field(default=None)
+
+
+class ChatServer:
+    """A ``/v1/chat/completions`` server on 127.0.0.1 and an ephemeral port.
+
+    Args:
+        mode: One of ``MODES``; settable while running. "ok": a chat completion whose content
+            is ``responder(request_json)``; "down": nothing listens (connection refused);
+            "slow": answer after ``slow_s``; "trickle": send the answer 16 bytes at a time,
+            ``trickle_s`` apart; "http_500": always 500; "http_500_then_ok" /
+            "http_429_then_ok": the first ``fail_times`` requests since the mode was set
+            fail, then "ok";
+            "non_json": a text/html page; "huge": a valid completion over 300 KB;
+            "schema_violation": JSON that is not a chat completion;
+            "reject_response_format": HTTP 400 when the request has ``response_format``.
+        responder: Builds the reply content from the request JSON (default: ``echo``).
+        model: The model name the server reports.
+        slow_s: Delay of "slow" mode (keep it above the client's timeout).
+        trickle_s: Pause between the chunks of "trickle" mode.
+        fail_times: Failures before success in the "*_then_ok" modes.
+        max_requests: The server stops serving after this many requests.
+        lifetime_s: The server stops itself after this long, even if never stopped.
+    """
+
+    def __init__(self, mode: str = "ok", responder: Responder | None = None, *,
+                 model: str = "test-model", slow_s: float = 1.0, trickle_s: float = 0.05,
+                 fail_times: int = 1, max_requests: int = 200,
+                 lifetime_s: float = 60.0) -> None:
+        self.responder: Responder = responder or echo
+        self.model = model
+        self.slow_s = slow_s
+        self.trickle_s = trickle_s
+        self.fail_times = fail_times
+        self.max_requests = max_requests
+        self.lifetime_s = lifetime_s
+        self.received: list[Received] = []
+        self._mode = "ok"
+        self._failed = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.port = 0  # the first start binds an ephemeral port; restarts reuse it
+        self.mode = mode
+
+    @property
+    def url(self) -> str:
+        """The API root to give a client as ``base_url``."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def mode(self) -> str:
+        """The current behaviour (one of ``MODES``)."""
+        return self._mode
+
+    @mode.setter
+    def mode(self, mode: str) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}; expected one of {MODES}")
+        self._mode, self._failed = mode, 0
+        if mode == "down":
+            self.stop()
+            self.port = self.port or _free_port()  # a port where nothing listens
+        else:
+            self.start()
+
+    @property
+    def bodies(self) -> list[dict[str, Any]]:
+        """The JSON bodies of the chat requests received so far."""
+        return [r.body for r in self.received if r.body is not None]
+
+    def start(self) -> None:
+        """Listen (again) on this server's port and serve in a daemon thread."""
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._stop.clear()
+        self._httpd = _Server(("127.0.0.1", self.port), _handler(self))
+        self.port = int(self._httpd.server_address[1])
+        self._httpd.timeout = 0.05
+        self._thread = threading.Thread(target=self._serve, name="chat-server", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop serving and close the port (clients then get 'connection refused')."""
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=2.0)
+        httpd, self._httpd = self._httpd, None
+        if httpd is not None:
+            httpd.server_close()
+
+    def __enter__(self) -> ChatServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _serve(self) -> None:
+        end = time.monotonic() + self.lifetime_s
+        httpd = self._httpd
+        assert httpd is not None
+        try:
+            while not self._stop.is_set() and time.monotonic() < end:
+                if len(self.received) >= self.max_requests:
+                    break
+                httpd.handle_request()  # returns after httpd.timeout when idle
+        finally:
+            httpd.server_close()  # bounded: past its limits the port refuses connections
+
+    def _record(self, request: Received) -> None:
+        with self._lock:
+            self.received.append(request)
+
+    def _fails(self) -> bool:
+        """Whether a "*_then_ok" mode still owes a failure (and counts this one)."""
+        with self._lock:
+            self._failed += 1
+            return self._failed <= self.fail_times
+
+    def reply(self, body: dict[str, Any] | None) -> tuple[int, str, bytes]:
+        """(status, content type, body) for a chat request, by the current mode."""
+        mode = self._mode
+        if mode == "slow":
+            self._stop.wait(self.slow_s)
+        if mode == "http_500" or (mode == "http_500_then_ok" and self._fails()):
+            return _error(500, "internal server error", "InternalServerError")
+        if mode == "http_429_then_ok" and self._fails():
+            return _error(429, "rate limit exceeded, retry later", "RateLimitError")
+        if mode == "non_json":
+            return 200, "text/html", b"<html><body><h1>502 Bad Gateway</h1></body></html>"
+        if mode == "schema_violation":
+            return _json(200, {"id": "x", "object": "chat.completion", "result": "hello"})
+        if body is None:
+            return _error(400, "request body is not a JSON object", "BadRequestError")
+        if mode == "reject_response_format" and "response_format" in body:
+            return _error(400, "response_format is not supported by this server",
+                          "BadRequestError")
+        try:
+            content = "x" * 310_000 if mode == "huge" else self.responder(body)
+        except Exception as exc:  # a broken responder is a test bug: show it to the client
+            return _error(500, f"responder raised {exc!r}", "InternalServerError")
+        return _json(200, _completion(content, body, self.model))
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client that gave up (timeout) is expected here, not an error
+
+
+def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        # HTTP/1.0: one request per connection, so a stopped server really is "down".
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            server._record(Received("GET", self.path, self._headers()))
+            if self.path.rstrip("/") == "/v1/models":
+                self._send(*_json(200, {"object": "list", "data": [
+                    {"id": server.model, "object": "model", "owned_by": "test"}]}))
+            else:
+                self._send(*_error(404, f"no route {self.path}", "NotFoundError"))
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            try:
+                body = json.loads(raw)
+            except (UnicodeDecodeError, json.JSONDecodeError):
+                body = None
+            body = body if isinstance(body, dict) else None
+            server._record(Received("POST", self.path, self._headers(), body))
+            if self.path.rstrip("/") != "/v1/chat/completions":
+                self._send(*_error(404, f"no route {self.path}", "NotFoundError"))
+                return
+            self._send(*server.reply(body))
+
+        def _headers(self) -> dict[str, str]:
+            return {k.lower(): v for k, v in self.headers.items()}
+
+        def _send(self, status: int, content_type: str, payload: bytes) -> None:
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                step = 16 if server.mode == "trickle" and status == 200 else len(payload) or 1
+                for start in range(0, len(payload), step):
+                    if start and server._stop.wait(server.trickle_s):
+                        return
+                    self.wfile.write(payload[start:start + step])
+                    self.wfile.flush()
+            except OSError:
+                pass  # the client hung up
+    return Handler
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _json(status: int, payload: dict[str, Any]) -> tuple[int, str, bytes]:
+    return status, "application/json", json.dumps(payload).encode()
+
+
+def _error(status: int, message: str, kind: str) -> tuple[int, str, bytes]:
+    return _json(status, {"object": "error", "message": message, "type": kind, "code": status})
+
+
+def _completion(content: str, request: dict[str, Any], model: str) -> dict[str, Any]:
+    prompt = sum(len(str(m.get("content", "")).split()) for m in request.get("messages", []))
+    completion = len(content.split())
+    return {
+        "id": f"chatcmpl-{time.monotonic_ns()}", "object": "chat.completion",
+        "created": int(time.time()), "model": request.get("model") or model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                     "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                  "total_tokens": prompt + completion},
+    }
