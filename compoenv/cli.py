@@ -108,14 +108,16 @@ def generate(num: int, seed: int, min_hops: int, max_hops: int, min_services: in
     err = Console(stderr=True)
     bar = Progress(TextColumn("composing"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("tasks · {task.fields[attempted]} seeds"), TimeElapsedColumn(),
-                   TimeRemainingColumn(), console=err, transient=True,
-                   disable=not err.is_terminal)
+                   TimeRemainingColumn(), console=err, transient=True, disable=not err.is_terminal)
     start = time.perf_counter()
     with bar:
         job = bar.add_task("compose", total=num, attempted=0)
-        tasks, rejections = generate_parallel(
-            num, seed, config, workers=workers, ray_address=ray_address,
-            progress=lambda done, tried: bar.update(job, completed=done, attempted=tried))
+        try:
+            tasks, rejections = generate_parallel(
+                num, seed, config, workers=workers, ray_address=ray_address,
+                progress=lambda done, tried: bar.update(job, completed=done, attempted=tried))
+        except RuntimeError as exc:  # too many rejected seeds for these settings
+            raise click.ClickException(str(exc)) from None
     save_tasks(tasks, output)
     summary: dict[str, Any] = {"tasks": len(tasks), "output": output,
                                "seconds": round(time.perf_counter() - start, 3),
@@ -125,12 +127,10 @@ def generate(num: int, seed: int, min_hops: int, max_hops: int, min_services: in
             train, test = split_by_combination(tasks, test_fraction=split, seed=seed)
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None
-        stem = output.removesuffix(".jsonl")
         summary["split"] = {}
         for name, part in (("train", train), ("test", test)):
-            path = f"{stem}.{name}.jsonl"
-            save_tasks(part, path)
-            summary["split"][name] = {"output": path, "tasks": len(part),
+            path = f"{output.removesuffix('.jsonl')}.{name}.jsonl"
+            summary["split"][name] = {"output": path, "tasks": save_tasks(part, path),
                                       "combinations": len({frozenset(t.services) for t in part})}
     if as_json:
         click.echo(json.dumps(summary, indent=2))
@@ -235,9 +235,7 @@ def _draw_graph(tool_graph: Any, path: str, services_only: bool) -> None:
             if su != sv:
                 view.add_edge(su, sv, **{d["interface"]: view.get_edge_data(su, sv, {})
                                          .get(d["interface"], 0) + 1})
-        usage: Counter[str] = Counter()
-        for *_, d in view.edges(data=True):
-            usage.update(d)
+        usage = Counter(d["interface"] for *_, d in g.edges(data=True) if d["cross"])
         itab = plt.get_cmap("tab10" if len(usage) <= 10 else "tab20")
         iface = {n: itab(i % itab.N) for i, (n, _) in enumerate(usage.most_common())}
         edges = list(view.edges(data=True))

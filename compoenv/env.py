@@ -63,6 +63,9 @@ class CompoWorldEnv(gym.Env[str, str]):
         hops: Solution length for composed tasks: an int or (min, max).
         min_services: Fewest services a composed task touches.
         services: Restrict composed tasks to these services.
+        motifs: Motifs composed tasks may use (default: all of compoenv.compose.MOTIFS).
+        distractors: Unrelated services composed tasks mount beside their own (default: 3 in
+            gateway mode, 0 in direct mode, where only the task's services are listed).
         registry: Services to use (default: the built-in library and plugins).
         render_mode: ``"ansi"`` to render the transcript as text.
     """
@@ -72,7 +75,8 @@ class CompoWorldEnv(gym.Env[str, str]):
     def __init__(self, tasks: str | Path | Sequence[Task | dict[str, Any]] | None = None, *,
                  mode: str = "direct", max_steps: int = 20, reward: str = "rubric",
                  hops: int | tuple[int, int] = (2, 4), min_services: int = 2,
-                 services: Sequence[str] | None = None, registry: Registry | None = None,
+                 services: Sequence[str] | None = None, motifs: Sequence[str] | None = None,
+                 distractors: int | None = None, registry: Registry | None = None,
                  render_mode: str | None = None) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -94,8 +98,12 @@ class CompoWorldEnv(gym.Env[str, str]):
         if self.tasks is not None and not self.tasks:
             raise ValueError("tasks is empty: give at least one task, or None to compose")
         low, high = (hops, hops) if isinstance(hops, int) else hops
+        if distractors is None:  # the gateway lists a few unrelated services by default
+            distractors = 3 if mode == "gateway" else 0
+        extra = {"motifs": tuple(motifs)} if motifs is not None else {}
         self._config = ComposerConfig(min_hops=low, max_hops=high, min_services=min_services,
-                                      services=tuple(services) if services else None)
+                                      services=tuple(services) if services else None,
+                                      distractors=distractors, **extra)
         self._composer: Composer | None = None
         self.observation_space = self.action_space = _TEXT
         self.task: Task | None = None

@@ -1,8 +1,9 @@
 """Task composition: random walks over the tool graph, instruction rendering, rubric, verification."""
 
 from compoenv.compose.generator import Composer, ComposerConfig, derive_seed
+from compoenv.compose.motifs import MOTIFS
 from compoenv.compose.verify import oracle_message, replay, verify_task
 from compoenv.compose.walk import Rejected
 
-__all__ = ["Composer", "ComposerConfig", "Rejected", "derive_seed", "oracle_message", "replay",
+__all__ = ["Composer", "ComposerConfig", "MOTIFS", "Rejected", "derive_seed", "oracle_message", "replay",
            "verify_task"]

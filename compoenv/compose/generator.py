@@ -6,15 +6,17 @@ import hashlib
 import random
 from collections import Counter
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any, Iterator
 
 from compoenv.compose.render import render_instruction
+from compoenv.compose.rewrite import RewriteStats, rewrite_instruction
 from compoenv.compose.rubric import answer_text, build_rubric
 from compoenv.compose.verify import verify_task, verify_walk
 from compoenv.compose.motifs import MOTIFS
 from compoenv.compose.plan import choose_plan, realize
 from compoenv.compose.walk import Rejected, Walk, Walker
 from compoenv.graph import ToolGraph
+from compoenv.llm import EndpointConfig
 from compoenv.registry import Registry
 from compoenv.session import Session
 from compoenv.task import Call, Task
@@ -36,6 +38,9 @@ class ComposerConfig:
         check_regeneration: Re-compose each task from its seed and require an identical task.
         motifs: Motifs tasks may use (compoenv.compose.motifs.MOTIFS); a plain chain of
             dependent calls is always possible.
+        distractors: Unrelated services mounted beside the task's (for gateway mode).
+        rewrite: An OpenAI-compatible endpoint that rewrites instructions into natural
+            requests (re-verified; the template is kept when a rewrite fails a check).
         worlds: How many distinct Worlds tasks are set in: the walk with seed ``s`` runs in
             ``World(s % worlds)``. Worlds (and their seeded services) are built once and shared.
     """
@@ -48,6 +53,8 @@ class ComposerConfig:
     check_regeneration: bool = True
     worlds: int = 32
     motifs: tuple[str, ...] = MOTIFS
+    distractors: int = 0
+    rewrite: EndpointConfig | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_hops <= self.max_hops:
@@ -95,7 +102,10 @@ class Composer:
         self.config = config or ComposerConfig()
         names = self.config.services or tuple(self.registry.names())
         self.graph = ToolGraph(self.registry.tools(names))
+        self._service_view = self.graph.service_graph()
         self.rejections: Counter[str] = Counter()
+        self.rewrite_stats = RewriteStats()
+        self._client: Any = None
 
     def compose(self, seed: int) -> Task:
         """The task for ``seed``.
@@ -103,12 +113,43 @@ class Composer:
         Raises:
             Rejected: this seed yields no publishable task (the reason says why).
         """
-        task = self._build(seed)
-        if self.config.check_regeneration and self._build(seed, verify=False) != task:
+        task, walk = self._build(seed)
+        if self.config.check_regeneration and self._build(seed, verify=False)[0] != task:
             raise Rejected("not_reproducible")
+        if self.config.rewrite is not None:  # after the check: a model need not repeat itself
+            task = self._rewrite(task, walk)
         return task
 
-    def _build(self, seed: int, verify: bool = True) -> Task:
+    def _rewrite(self, task: Task, walk: Walk) -> Task:
+        """The task with its instruction rewritten by the LLM, if the rewrite keeps every stated
+        value, hides every found one, and the task still verifies; else the template task."""
+        if self._client is None:
+            from compoenv.llm import ChatClient
+
+            assert self.config.rewrite is not None
+            self._client = ChatClient(self.config.rewrite)
+        stated = {str(b.value) for s in walk.steps for b in s.bindings
+                  if b.source is None and not isinstance(b.value, (list, dict))}
+        keep = sorted(stated | {f"{x:g}" for x in walk.literals})
+        found = {str(b.value) for s in walk.steps for b in s.bindings if b.source is not None}
+        forbid = sorted((found - stated) | set(task.answer) | {answer_text(v) for v in walk.hidden})
+        text = rewrite_instruction(task.instruction, keep, forbid, self._client,
+                                   stats=self.rewrite_stats)
+        if text is None:
+            return task
+        rewritten = task.model_copy(update={
+            "instruction": text,
+            "recorded": {**task.recorded, "rewrite": {"template": task.instruction,
+                                                      "model": self.config.rewrite.model}},
+        }).with_id()
+        try:
+            verify_task(rewritten, self.registry)
+        except Rejected as exc:
+            self.rewrite_stats.rejected[f"verify_{exc.reason}"] += 1
+            return task
+        return rewritten
+
+    def _build(self, seed: int, verify: bool = True) -> tuple[Task, Walk]:
         cfg = self.config
         rng = random.Random(f"compose:{seed}")
         world = World.get(seed % cfg.worlds)
@@ -125,11 +166,13 @@ class Composer:
             raise Rejected("too_many_hops", f"{len(walk.steps)} > {cfg.max_hops}")
         # the branch not taken is the agent's to weigh: its service is mounted too
         services = services + [s for s in dict.fromkeys(walk.guarded) if s not in services]
+        distractors = self._distractors(services, rng)
         answers = [answer_text(walk.report.value)] if walk.report else []
         domains = Counter(self.registry.get(s).domain for s in services)
         capabilities = _capabilities(walk)
         task = Task(
-            instruction=render_instruction(walk), services=services, seed=world.seed,
+            instruction=render_instruction(walk), services=services, distractors=distractors,
+            seed=world.seed,
             walk_seed=seed,
             date=world.today.isoformat(),
             solution=[Call(name=s.spec.qualified_name, arguments=s.arguments) for s in walk.steps],
@@ -140,7 +183,18 @@ class Composer:
         if verify:
             verify_walk(walk, task)
             verify_task(task, self.registry)
-        return task
+        return task, walk
+
+    def _distractors(self, services: list[str], rng: random.Random) -> list[str]:
+        """``config.distractors`` services the task does not use, least connected to it first
+        (ties broken by the walk's rng), for the gateway to list beside the real ones."""
+        if self.config.distractors <= 0:
+            return []
+        view = self._service_view
+        pool = [n for n in (self.config.services or self.registry.names()) if n not in services]
+        rng.shuffle(pool)
+        pool.sort(key=lambda n: sum(view.has_edge(n, s) + view.has_edge(s, n) for s in services))
+        return sorted(pool[: self.config.distractors])
 
     def sample(self, seed: int, max_tries: int = 200) -> Task:
         """The first publishable task among the seeds derived from ``seed``."""

@@ -185,6 +185,7 @@ def branch(walker: Walker) -> None:
         text = f"if {subject} is above {threshold:g}, {then_text}; otherwise, {else_text}"
         walker.walk.segments.append(Segment([len(walker.walk.steps) - 1], text))
         walker.walk.hidden.append(value.value)
+        walker.walk.literals.append(threshold)
         untaken = (else_side if holds else then_side)[0].service
         if untaken != taken[0].service:
             walker.walk.guarded.append(untaken)

@@ -205,7 +205,7 @@ def generate_parallel(n: int, seed: int = 0, config: ComposerConfig | None = Non
 
     Raises:
         RuntimeError: no n distinct tasks within ``100 * (n + 10)`` seeds (as sequentially).
-        ValueError: ``n``, ``workers`` or ``chunk`` is not positive.
+        ValueError: ``n`` is negative, or ``workers`` or ``chunk`` is not positive.
     """
     if n < 0 or chunk < 1 or (workers is not None and workers < 1):
         raise ValueError(f"need n >= 0, chunk >= 1 and workers >= 1 (or None), got n={n}, "
@@ -222,8 +222,9 @@ def generate_parallel(n: int, seed: int = 0, config: ComposerConfig | None = Non
     else:
         width = 1
         backend = _InProcess(seed, config, registry_factory)
-    # ~1.8 seeds per accepted task in practice; aim for at least two chunks per worker.
-    size = max(1, min(chunk, math.ceil(2 * n / (2 * width))))
+    # Several seeds are tried per accepted task, so n / (2 * width) indices per chunk still give
+    # every worker a few chunks when n is small.
+    size = max(1, min(chunk, math.ceil(n / (2 * width))))
     limit = 100 * (n + 10)
     tasks: list[Task] = []
     seen: set[str] = set()

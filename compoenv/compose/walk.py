@@ -73,6 +73,7 @@ class Walk:
     rules: list[str] = field(default_factory=list)        # house rules, stated up front
     motifs: list[str] = field(default_factory=list)
     hidden: list[Any] = field(default_factory=list)       # values the request must not state
+    literals: list[float] = field(default_factory=list)   # numbers a motif states (thresholds)
     guarded: list[str] = field(default_factory=list)      # services the solution must not touch
 
     @property
