@@ -7,7 +7,7 @@ sentence, and tags the walk with its capability name.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 from compoenv.compose.render import noun, phrase, reference, words
 from compoenv.compose.walk import Binding, Rejected, Segment, Walker, _bind, _Value
@@ -15,7 +15,7 @@ from compoenv.graph import Edge
 from compoenv.schema import Slot, extract
 from compoenv.service import ToolSpec
 
-__all__ = ["MOTIFS", "returns_list", "aggregate", "fan_out", "branch", "as_house_rule"]
+__all__ = ["MOTIFS", "returns_list", "fans_out", "fan_edges", "aggregate", "fan_out", "branch", "as_house_rule"]
 
 MOTIFS = ("sequential-dependency", "aggregation", "fan-out", "cross-service-constraint",
           "house-rules")
@@ -30,6 +30,27 @@ _COMPARABLE = frozenset({"Money", "Temperature", "Percentage", "DurationMinutes"
 def returns_list(spec: ToolSpec) -> bool:
     """The tool returns a list of entities (something to count, sum, pick from or fan out)."""
     return any(s.path == ("*",) and s.kind == "object" for s in spec.outputs)
+
+
+def fan_edges(graph: Any, spec: ToolSpec) -> list[Edge]:
+    """Edges from a list tool's items into writes that can run once per item: every personal
+    value the write needs (a name, an email) must come from the item itself."""
+    item = {s.interface for s in spec.outputs if s.path[:1] == ("*",) and len(s.path) == 2}
+    edges = []
+    for edge in graph.out_edges(spec.qualified_name):
+        target = graph.specs[edge.target]
+        if edge.path[:1] != ("*",) or "*" in edge.path[1:] or target.read_only:
+            continue
+        needs = {s.interface for s in target.inputs
+                 if s.required and len(s.path) == 1 and s.path[0] != edge.param}
+        if not (needs & _PERSONAL) - item:
+            edges.append(edge)
+    return edges
+
+
+def fans_out(graph: Any) -> Callable[[ToolSpec], bool]:
+    """A filter for list tools whose items can each feed some write (fan-out starts)."""
+    return lambda spec: returns_list(spec) and bool(fan_edges(graph, spec))
 
 
 def _item_fields(spec: ToolSpec, kinds: frozenset[str]) -> list[Slot]:
@@ -97,10 +118,8 @@ def fan_out(walker: Walker, index: int) -> None:
     """For each item of step ``index``'s list result, run the same write on that item."""
     step = walker.walk.steps[index]
     items = step.result
-    edges = [e for e in walker.graph.out_edges(step.spec.qualified_name)
-             if e.path[:1] == ("*",) and "*" not in e.path[1:]
-             and not walker.graph.specs[e.target].read_only and e.target not in walker.used
-             and walker._allowed(e.target)]
+    edges = [e for e in fan_edges(walker.graph, step.spec)
+             if e.target not in walker.used and walker._allowed(e.target)]
     walker.rng.shuffle(edges)
     for edge in edges[:4]:
         first_item = _item_bindings(walker, index, edge, 0)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from compoenv.compose.motifs import aggregate, as_house_rule, branch, fan_out, returns_list
+from compoenv.compose.motifs import (
+    aggregate, as_house_rule, branch, fan_out, fans_out, returns_list,
+)
 from compoenv.compose.walk import Rejected, Walk, Walker
 
 __all__ = ["Plan", "choose_plan", "realize"]
@@ -58,7 +60,7 @@ def realize(plan: Plan, walker: Walker, max_hops: int) -> Walk:
     steps = walker.walk.steps
     room = plan.hops - (1 if plan.constraint else 0)  # the branch adds the last call
     if plan.shape == "fan-out":
-        walker.start(accept=returns_list, items=(2, max(2, max_hops - 1)))
+        walker.start(accept=fans_out(walker.graph), items=(2, max(2, max_hops - 1)))
         fan_out(walker, 0)
     elif plan.shape == "aggregation" and not plan.report_aggregate:
         walker.start(accept=returns_list, items=(2, 100))

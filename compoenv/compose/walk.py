@@ -168,6 +168,11 @@ def _bind(spec: ToolSpec, edge: Edge, value: _Value, available: list[_Value],
     return bindings
 
 
+def _single_result(spec: ToolSpec) -> bool:
+    """The tool returns one thing, not a list (lists need a motif to count or pick)."""
+    return not any(s.path == ("*",) for s in spec.outputs)
+
+
 def _worth_reporting(v: _Value) -> bool:
     return ((v.slot.interface in STATABLE or not v.slot.interface.endswith("Id"))
             and v.slot.interface not in _DULL and not isinstance(v.value, bool))
@@ -213,8 +218,9 @@ class Walker:
             accept: Only tools it accepts may start the walk.
             items: For a list-returning start, the (min, max) number of items it must find.
         """
+        accept = accept or _single_result
         starts = [t for t in self.graph.start_tools()
-                  if self._allowed(t) and (accept is None or accept(self.graph.specs[t]))]
+                  if self._allowed(t) and accept(self.graph.specs[t])]
         if not starts:
             raise Rejected("no_start_tool")
         for name in self.rng.sample(starts, min(self.attempts, len(starts))):
@@ -290,6 +296,7 @@ class Walker:
             need_report: The step must leave a value worth reporting (it may end the walk).
             accept: Only tools it accepts may be the next step.
         """
+        accept = accept or _single_result  # a list result feeds nothing unless a motif picks
         tried = 0
         self._visited = set(self.walk.services)
         last = len(self.walk.steps) - 1
