@@ -70,17 +70,18 @@ def did_you_mean(name: str, choices: Any, kind: str = "name") -> str:
     """``Unknown tool 'x'. Did you mean 'y'?``: the standard 404 message."""
     import difflib
 
-    choices = sorted({str(c) for c in choices})  # sorted: the same hint in every process
     text = str(name)[:200]
-    if len(choices) > 32 and text:
-        # long lists: typos rarely hit the first letter or change the length much
+    pool = sorted({str(c) for c in choices})  # sorted: the same hint in every process
+    if len(pool) > 24 and text:
+        # long lists: typos rarely hit the first letter or change the length much, and
+        # difflib's cost grows with every candidate
         first, size = text[0].casefold(), len(text)
-        near = [c for c in choices if c[:1].casefold() == first
+        near = [c for c in pool if c[:1].casefold() == first
                 and abs(len(c) - size) <= max(3, size // 3)]
-        choices = near or choices[:200]
-    close = difflib.get_close_matches(text, choices, n=3, cutoff=0.6)
+        pool = near[:24] if near else pool[:24]
+    close = difflib.get_close_matches(text, pool, n=3, cutoff=0.6)
     if not close:  # a bare tool name: match it against the part after "<service>__"
-        tails = {c.partition(SEP)[2]: c for c in choices if SEP in c}
+        tails = {c.partition(SEP)[2]: c for c in choices if SEP in str(c)}
         close = [tails[t] for t in difflib.get_close_matches(text, tails, n=3, cutoff=0.6)]
     hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     return f"Unknown {kind} {brief(name)}.{hint}"
