@@ -153,3 +153,17 @@ def test_state_criteria_match_created_records_by_value_not_generated_id(tasks50)
     assert created
     for c in created:
         assert "id" not in c.match
+
+
+def test_oracle_solves_every_task_of_a_500_task_set_in_both_modes():
+    tasks = list(Composer(config=ComposerConfig(distractors=2)).generate(500, seed=123))
+    assert len({t.id for t in tasks}) == 500
+    from compoenv.agents import OracleAgent
+    from compoenv.env import CompoWorldEnv
+    from compoenv.rollout import run_episode
+
+    for mode in ("direct", "gateway"):
+        env = CompoWorldEnv(tasks, mode=mode, max_steps=12)
+        for i, t in enumerate(tasks):
+            traj = run_episode(env, OracleAgent(per_action=2), options={"index": i})
+            assert traj["meta"]["rubric_score"] == 1.0, (mode, t.id)

@@ -1,0 +1,108 @@
+"""Composition benchmark: verified tasks per second per core, and the shape of a 10,000-task set.
+
+Run ``python -m bench.compose [--quick] [--workers K] [--out FILE]``: one JSON object on
+stdout, progress on stderr. Seeds are fixed, so task sets are the same on every run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from collections import Counter
+from typing import Any
+
+from compoenv.compose import MOTIFS, Composer, ComposerConfig
+from compoenv.compose.parallel import generate_parallel
+
+TARGETS = {
+    "tasks_per_s_per_core_3_5_hops": (">=", 300),
+    "duplicates_in_set": ("<=", 0),
+    "share_3plus_services_when_asked": (">=", 0.60),
+    "min_motif_share": (">=", 0.10),
+}
+
+
+def log(message: str) -> None:
+    print(f"[bench.compose] {message}", file=sys.stderr, flush=True)
+
+
+def per_core_speed(n: int) -> dict[str, Any]:
+    """Verified 3-5 hop tasks per second in one process, worlds warm (as in a long run)."""
+    composer = Composer(config=ComposerConfig(min_hops=3, max_hops=5))
+    list(composer.generate(50, seed=10_000))  # build the shared worlds once
+    composer.rejections.clear()
+    start = time.perf_counter()
+    tasks = list(composer.generate(n, seed=1))
+    seconds = time.perf_counter() - start
+    tried = len(tasks) + sum(composer.rejections.values())
+    return {"tasks_per_s_per_core_3_5_hops": round(len(tasks) / seconds, 1),
+            "ms_per_attempt": round(1000 * seconds / tried, 3),
+            "attempts_per_task": round(tried / len(tasks), 2),
+            "rejections_3_5_hops": dict(composer.rejections.most_common())}
+
+
+def task_set(n: int, workers: int) -> dict[str, Any]:
+    """A default n-task set: duplicates, motif coverage, shape; and its generation rate."""
+    start = time.perf_counter()
+    tasks, rejections = generate_parallel(n, 0, ComposerConfig(), workers=workers)
+    seconds = time.perf_counter() - start
+    ids = [t.id for t in tasks]
+    hashes = {t.content_hash() for t in tasks}
+    caps = Counter(tag for t in tasks for tag in t.capabilities)
+    shares = {m: round(caps[m] / len(tasks), 4) for m in MOTIFS}
+    return {
+        "set_size": len(tasks), "set_seconds": round(seconds, 2), "set_workers": workers,
+        "set_tasks_per_s": round(len(tasks) / seconds, 1),
+        "duplicates_in_set": len(ids) - len(set(ids)) + len(tasks) - len(hashes),
+        "motif_share": shares, "min_motif_share": min(shares.values()),
+        "hops": dict(sorted(Counter(t.hops for t in tasks).items())),
+        "services_per_task": dict(sorted(Counter(len(t.services) for t in tasks).items())),
+        "domains": dict(Counter(t.domain for t in tasks).most_common()),
+        "set_rejections": dict(rejections.most_common()),
+    }
+
+
+def three_services(n: int, workers: int) -> dict[str, Any]:
+    """When asked for 3+ services, how many tasks have them (and at what rate)."""
+    start = time.perf_counter()
+    config = ComposerConfig(min_hops=3, max_hops=5, min_services=3)
+    tasks, _ = generate_parallel(n, 7, config, workers=workers)
+    seconds = time.perf_counter() - start
+    share = sum(len(t.services) >= 3 for t in tasks) / len(tasks)
+    return {"share_3plus_services_when_asked": round(share, 4),
+            "tasks_per_s_min3_services": round(len(tasks) / seconds, 1)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small counts, for a smoke run")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--out", help="also write the JSON here")
+    args = parser.parse_args()
+    speed_n, set_n, three_n = (60, 200, 60) if args.quick else (1000, 10_000, 1000)
+    began = time.perf_counter()
+    log(f"per-core speed over {speed_n} tasks")
+    result: dict[str, Any] = per_core_speed(speed_n)
+    log(f"{result['tasks_per_s_per_core_3_5_hops']} tasks/s; now a {set_n}-task default set")
+    result.update(task_set(set_n, args.workers))
+    log(f"set done in {result['set_seconds']} s; now {three_n} tasks with min_services=3")
+    result.update(three_services(three_n, args.workers))
+    result["targets"] = {k: f"{op} {v}" for k, (op, v) in TARGETS.items()}
+    result["meets"] = {k: (result[k] >= v if op == ">=" else result[k] <= v)
+                       for k, (op, v) in TARGETS.items()}
+    result.update(python=platform.python_version(), platform=platform.platform(),
+                  cpus=os.cpu_count(), quick=args.quick,
+                  wall_s=round(time.perf_counter() - began, 1))
+    text = json.dumps(result)
+    print(text)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
