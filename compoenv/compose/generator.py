@@ -6,7 +6,7 @@ import hashlib
 import random
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from compoenv.compose.render import render_instruction
 from compoenv.compose.rewrite import RewriteStats, rewrite_instruction
@@ -22,7 +22,7 @@ from compoenv.session import Session
 from compoenv.task import Call, Task
 from compoenv.world import World
 
-__all__ = ["ComposerConfig", "Composer", "derive_seed"]
+__all__ = ["ComposerConfig", "Composer", "Outcome", "derive_seed", "select"]
 
 
 @dataclass(frozen=True)
@@ -208,20 +208,53 @@ class Composer:
 
     def generate(self, n: int, seed: int = 0) -> Iterator[Task]:
         """``n`` verified, distinct tasks from the seeds derived from ``seed``, in seed order."""
-        seen: set[str] = set()
-        index = 0
-        while len(seen) < n:
-            try:
-                task = self.compose(derive_seed(seed, index))
-            except Rejected as exc:
-                self.rejections[exc.reason] += 1
-            else:
-                if task.id in seen:
-                    self.rejections["duplicate"] += 1
-                else:
-                    seen.add(task.id)
-                    yield task
+        yield from select(self.outcomes(seed), n, self.rejections)
+
+    def attempt(self, seed: int) -> Outcome:
+        """Compose ``seed``: (task, None, None), or (None, reason, None) when rejected."""
+        try:
+            return self.compose(seed), None, None
+        except Rejected as exc:
+            return None, exc.reason, None
+
+    def outcomes(self, seed: int, start: int = 0, stop: int | None = None) -> Iterator[Outcome]:
+        """Outcomes of the set's indices ``start, start + 1, ...`` (endless without ``stop``)."""
+        index = start
+        while stop is None or index < stop:
+            yield self.attempt(derive_seed(seed, index))
             index += 1
-            if index > 100 * (n + 10):
-                raise RuntimeError(f"only {len(seen)} of {n} tasks after {index} seeds; "
-                                   f"rejections: {dict(self.rejections)}")
+
+
+# One composed index: the task, or why it was rejected, or an error to re-raise when reached.
+Outcome = tuple[Task | None, str | None, BaseException | None]
+
+
+def select(outcomes: Iterable[Outcome], n: int, rejections: Counter[str],
+           progress: Callable[[int, int], None] | None = None) -> Iterator[Task]:
+    """The first ``n`` distinct tasks of an ordered stream of outcomes: the one rule, shared by
+    sequential and parallel generation, so both publish the same set and the same counts.
+
+    Raises:
+        RuntimeError: no ``n`` distinct tasks within ``100 * (n + 10)`` outcomes.
+    """
+    if n <= 0:
+        return
+    seen: set[str] = set()
+    limit = 100 * (n + 10)
+    for attempted, (task, reason, error) in enumerate(outcomes, start=1):
+        if error is not None:
+            raise error
+        if task is None:
+            rejections[reason or "rejected"] += 1
+        elif task.id in seen:
+            rejections["duplicate"] += 1
+        else:
+            seen.add(task.id)
+            yield task
+        if progress is not None:
+            progress(len(seen), attempted)
+        if len(seen) == n:
+            return
+        if attempted >= limit:
+            raise RuntimeError(f"only {len(seen)} of {n} tasks after {attempted} seeds; "
+                               f"rejections: {dict(rejections)}")

@@ -11,8 +11,7 @@ from collections import Counter, deque
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
-from compoenv.compose.generator import Composer, ComposerConfig, derive_seed
-from compoenv.compose.walk import Rejected
+from compoenv.compose.generator import Composer, ComposerConfig, Outcome, derive_seed, select
 from compoenv.registry import Registry
 from compoenv.task import Task
 
@@ -20,8 +19,6 @@ __all__ = ["generate_parallel", "compose_range"]
 
 RegistryFactory = Callable[[], Registry]
 Progress = Callable[[int, int], None]
-# One composed index: the task, or the rejection reason, or the error a worker caught.
-Outcome = tuple[Task | None, str | None, BaseException | None]
 
 
 def compose_range(composer: Composer, seed: int, start: int, stop: int) -> list[Outcome]:
@@ -33,21 +30,23 @@ def compose_range(composer: Composer, seed: int, start: int, stop: int) -> list[
     outcomes: list[Outcome] = []
     for index in range(start, stop):
         try:
-            outcomes.append((composer.compose(derive_seed(seed, index)), None, None))
-        except Rejected as exc:
-            outcomes.append((None, exc.reason, None))
+            outcomes.append(composer.attempt(derive_seed(seed, index)))
         except Exception as exc:  # noqa: BLE001 - re-raised by the merge if it is reached
-            outcomes.append((None, None, _portable(exc)))
+            where = f"while composing index {index} (seed {derive_seed(seed, index)})"
+            outcomes.append((None, None, _portable(exc, where)))
     return outcomes
 
 
-def _portable(exc: Exception) -> BaseException:
-    """``exc`` if it survives pickling, else a RuntimeError carrying its traceback."""
+def _portable(exc: Exception, where: str = "") -> BaseException:
+    """``exc`` if it survives pickling, else a RuntimeError carrying its traceback; either way
+    it says ``where`` it happened and, since tracebacks are not pickled, how."""
+    text = "".join(traceback.format_exception(exc))
     try:
         pickle.loads(pickle.dumps(exc))
     except Exception:  # noqa: BLE001 - any pickling failure means: send text instead
-        text = "".join(traceback.format_exception(exc))
-        return RuntimeError(f"task composition failed in a worker:\n{text}")
+        return RuntimeError(f"task composition failed {where}:\n{text}")
+    if hasattr(exc, "add_note"):  # Python >= 3.11
+        exc.add_note(f"{where}; worker traceback:\n{text}")
     return exc
 
 
@@ -136,7 +135,8 @@ class _RayActors:
                 ray.init(address=address, log_to_driver=False)
         count = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
         actor = ray.remote(num_cpus=1)(_ComposerActor)
-        self.actors = [actor.remote(seed, config, registry_factory) for _ in range(count)]
+        self.actors: list[Any] = [actor.remote(seed, config, registry_factory)
+                                  for _ in range(count)]
         self.next = 0
 
     def submit(self, start: int, stop: int) -> Any:
@@ -225,28 +225,13 @@ def generate_parallel(n: int, seed: int = 0, config: ComposerConfig | None = Non
     # Several seeds are tried per accepted task, so n / (2 * width) indices per chunk still give
     # every worker a few chunks when n is small.
     size = max(1, min(chunk, math.ceil(n / (2 * width))))
-    limit = 100 * (n + 10)
-    tasks: list[Task] = []
-    seen: set[str] = set()
+
+    def report(accepted: int, attempted: int) -> None:
+        if progress is not None and (attempted % size == 0 or accepted == n):
+            progress(accepted, attempted)
+
     try:
-        for index, (task, reason, error) in enumerate(_ordered(backend, size, 2 * width)):
-            if error is not None:
-                raise error
-            if task is None:
-                rejections[reason or "rejected"] += 1
-            elif task.id in seen:
-                rejections["duplicate"] += 1
-            else:
-                seen.add(task.id)
-                tasks.append(task)
-            attempted = index + 1
-            if progress is not None and (attempted % size == 0 or len(tasks) == n):
-                progress(len(tasks), attempted)
-            if len(tasks) == n:
-                return tasks, rejections
-            if attempted > limit:
-                raise RuntimeError(f"only {len(tasks)} of {n} tasks after {attempted} seeds; "
-                                   f"rejections: {dict(rejections)}")
+        tasks = list(select(_ordered(backend, size, 2 * width), n, rejections, report))
     finally:
         backend.close()
-    raise AssertionError("unreachable: the index stream is endless")
+    return tasks, rejections

@@ -24,6 +24,9 @@ class Rejected(Exception):
         self.reason = reason
         self.detail = detail
 
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:  # survives pickling between workers
+        return Rejected, (self.reason, self.detail)
+
 
 @dataclass(frozen=True, slots=True)
 class Binding:
