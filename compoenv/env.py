@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import string
 from functools import lru_cache
 from pathlib import Path
@@ -66,6 +67,9 @@ class CompoWorldEnv(gym.Env[str, str]):
         motifs: Motifs composed tasks may use (default: all of compoenv.compose.MOTIFS).
         distractors: Unrelated services composed tasks mount beside their own (default: 3 in
             gateway mode, 0 in direct mode, where only the task's services are listed).
+        world_model: Who answers spec-only tools: "offline" (default), "endpoint",
+            "transformers:<path>" or a WorldModel (also from COMPOENV_WORLD_MODEL). A task's
+            recorded answers are replayed first, so every agent sees what the oracle saw.
         registry: Services to use (default: the built-in library and plugins).
         render_mode: ``"ansi"`` to render the transcript as text.
     """
@@ -76,8 +80,8 @@ class CompoWorldEnv(gym.Env[str, str]):
                  mode: str = "direct", max_steps: int = 20, reward: str = "rubric",
                  hops: int | tuple[int, int] = (2, 4), min_services: int = 2,
                  services: Sequence[str] | None = None, motifs: Sequence[str] | None = None,
-                 distractors: int | None = None, registry: Registry | None = None,
-                 render_mode: str | None = None) -> None:
+                 distractors: int | None = None, world_model: Any = None,
+                 registry: Registry | None = None, render_mode: str | None = None) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if reward not in ("rubric", "binary"):
@@ -88,6 +92,7 @@ class CompoWorldEnv(gym.Env[str, str]):
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
         self.mode, self.max_steps, self.reward_kind = mode, max_steps, reward
         self.render_mode = render_mode
+        self.world_model = world_model
         self.registry = registry or Registry.default()
         if isinstance(tasks, (str, Path)):
             self.tasks: list[Task] | None = load_tasks(tasks)
@@ -124,7 +129,8 @@ class CompoWorldEnv(gym.Env[str, str]):
         world = World.get(task.seed)
         names = task.services + task.distractors if self.mode == "gateway" else task.services
         self.task = task
-        self.session = Session([self.registry.get(n) for n in names], world)
+        self.session = Session([self.registry.get(n) for n in names], world,
+                               self._simulator(task))
         if self.mode == "gateway":
             self._gateway = Gateway(self.session)
             self._tools = [spec.to_openai() for spec in GATEWAY_TOOLS.values()]
@@ -142,6 +148,19 @@ class CompoWorldEnv(gym.Env[str, str]):
         self._steps, self._done, self._result = 0, False, None
         self._last_obs = reset_observation(system, self._tools, task.instruction)
         return self._last_obs, self._info()
+
+    def _simulator(self, task: Task) -> Any:
+        """The episode's world model: the task's recorded answers first, then the configured
+        model (offline unless ``world_model`` or COMPOENV_WORLD_MODEL says otherwise)."""
+        answers = task.recorded.get("answers") or {}
+        configured = self.world_model or os.environ.get("COMPOENV_WORLD_MODEL")
+        if not answers and configured in (None, "", "offline"):
+            return None
+        from compoenv.worldmodel.config import simulator_from
+
+        simulator = simulator_from(configured)
+        simulator.recorded = answers
+        return simulator
 
     def _pick_task(self, options: dict[str, Any]) -> Task:
         if options.get("task") is not None:

@@ -109,10 +109,13 @@ class Registry:
 
     @classmethod
     def default(cls) -> Registry:
-        """envs_library, the ``compoenv.services`` entry points, and @register'd services."""
+        """envs_library (Python services and specs/*.json), the ``compoenv.services`` entry points,
+        and @register'd services."""
         with _LOCK:
             if "registry" not in _DEFAULT:
                 registry = cls(_discover("envs_library"))
+                for svc in _spec_services():
+                    registry.add(svc)
                 for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
                     loaded = ep.load()
                     for svc in (_discover(loaded.__name__)
@@ -122,6 +125,17 @@ class Registry:
                     registry.add(svc)
                 _DEFAULT["registry"] = registry
             return _DEFAULT["registry"]
+
+
+def _spec_services() -> list[type[Service]]:
+    """The spec-only services of envs_library/specs (answered by the world model)."""
+    from pathlib import Path
+
+    import envs_library
+    from compoenv.worldmodel import spec_services
+
+    folder = Path(envs_library.__file__).with_name("specs")
+    return list(spec_services(str(folder))) if folder.is_dir() else []
 
 
 def _discover(package: str) -> list[type[Service]]:

@@ -168,6 +168,7 @@ class ToolSpec:
     return_adapter: TypeAdapter[Any] | None = field(default=None, repr=False, compare=False)
     inputs: tuple[Slot, ...] = field(default=(), compare=False)
     outputs: tuple[Slot, ...] = field(default=(), compare=False)
+    validator: Any = field(default=None, repr=False, compare=False)  # jsonschema, spec tools
 
     @property
     def qualified_name(self) -> str:
@@ -184,11 +185,31 @@ class ToolSpec:
         if type(arguments) is not dict and not isinstance(arguments, Mapping):
             raise ToolError(400, f"Arguments of {self.qualified_name} must be a JSON object, "
                                  f"got {type(arguments).__name__}: {brief(arguments)}")
-        assert self.args_model is not None
+        if self.args_model is None:
+            return self._validate_json(arguments)
         try:
             return self.args_model.model_validate(arguments).__dict__
         except ValidationError as exc:
             raise ToolError(400, self._explain(exc)) from None
+
+    def _validate_json(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Validation by JSON schema (spec-only tools), with the same kind of messages."""
+        problems = []
+        for err in sorted(self.validator.iter_errors(arguments), key=lambda e: list(e.path))[:8]:
+            where = ".".join(str(p) for p in err.path)
+            if err.validator == "required":
+                problems.append(f"missing required argument {err.message.split(chr(39))[1]!r}")
+            elif err.validator == "additionalProperties":
+                allowed = ", ".join(self.parameters.get("properties", {})) or "none"
+                problems.append(f"unexpected argument(s): {err.message.split('(')[-1][:-1]} "
+                                f"(expected: {allowed})")
+            else:
+                message = err.message if len(err.message) <= 160 else err.message[:157] + "..."
+                problems.append(f"argument {where or 'arguments'!r}: {message}")
+        if problems:
+            raise ToolError(400, f"Invalid arguments for {self.qualified_name}: "
+                                 + "; ".join(problems))
+        return dict(arguments)
 
     def _explain(self, exc: ValidationError) -> str:
         problems = []
@@ -290,6 +311,8 @@ class Service:
         self.world = world
         self.state = state if state is not None else self.seed(world)
         self._shared = False
+        self.simulator: Any = None  # the episode's world model access (Session sets it)
+        self.writes = 0             # write calls so far: a cheap version of the state
 
     def seed(self, world: World) -> State:
         """The initial state, built deterministically from ``world`` (default: empty)."""
@@ -302,7 +325,7 @@ class Service:
     @classmethod
     def tool_specs(cls) -> dict[str, ToolSpec]:
         """This service's tools by (unqualified) name, parsed once per class."""
-        specs = _SPECS.get(cls)
+        specs = _SPECS.get(cls) or cls.__dict__.get("_spec_tools")
         if specs is None:
             specs = {}
             seen: set[str] = set()
@@ -325,6 +348,14 @@ class Service:
         service._shared = True
         return service
 
+    def _simulated(self, spec: ToolSpec, arguments: dict[str, Any]) -> ToolResult:
+        """Ask the episode's world model (offline by default); marked ``simulated``."""
+        from compoenv.worldmodel.simulator import default_simulator
+
+        simulator = self.simulator or default_simulator()
+        return {"success": True, "data": simulator.answer(self, spec, arguments),
+                "simulated": True}
+
     def call(self, tool_name: str, arguments: Any) -> ToolResult:
         """Validate, run and wrap one tool call. Never raises on bad input."""
         spec = self.tool_specs().get(tool_name) if isinstance(tool_name, str) else None
@@ -334,15 +365,19 @@ class Service:
                                            "tool"))
         try:
             kwargs = spec.validate(arguments)
-            if not spec.read_only and self._shared:
-                self.state = self.state.fork()
-                self._shared = False
-            return ok(spec.dump(getattr(self, spec.method or spec.name)(**kwargs)))
+            if not spec.read_only:
+                self.writes += 1
+                if self._shared:
+                    self.state = self.state.fork()
+                    self._shared = False
+            if spec.simulated:
+                return self._simulated(spec, kwargs)
+            try:
+                return ok(spec.dump(getattr(self, spec.method or spec.name)(**kwargs)))
+            except NotImplementedError:
+                return self._simulated(spec, kwargs)  # the world model answers instead
         except ToolError as exc:
             return error(exc.code, exc.message)
-        except NotImplementedError as exc:
-            return error(500, f"{spec.qualified_name} is not implemented{': ' if str(exc) else ''}"
-                              f"{exc} (configure a world model to simulate it)")
         except Exception as exc:  # a bug in the tool: reported to the agent, never raised
             return error(500, f"Internal error in {spec.qualified_name}: "
                               f"{type(exc).__name__}: {brief(str(exc), 200)}")

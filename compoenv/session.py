@@ -31,10 +31,14 @@ class Session:
     Args:
         services: Service classes the episode mounts.
         world: The episode's World.
+        simulator: The episode's world model access (a ``worldmodel.Simulator``, holding the
+            task's recorded answers); None uses the offline world model.
     """
 
-    def __init__(self, services: Iterable[type[Service]], world: World) -> None:
+    def __init__(self, services: Iterable[type[Service]], world: World,
+                 simulator: Any = None) -> None:
         self.world = world
+        self.simulator = simulator  # a worldmodel.Simulator; None: the offline default
         self._classes = {cls.name: cls for cls in services}
         self._live: dict[str, Service] = {}
         self._initial: dict[str, State] = {}
@@ -45,10 +49,10 @@ class Session:
         self.log: list[CallRecord] = []
 
     @classmethod
-    def for_names(cls, names: Iterable[str], world: World,
-                  registry: Registry | None = None) -> Session:
+    def for_names(cls, names: Iterable[str], world: World, registry: Registry | None = None,
+                  simulator: Any = None) -> Session:
         registry = registry or Registry.default()
-        return cls([registry.get(name) for name in names], world)
+        return cls([registry.get(name) for name in names], world, simulator)
 
     @property
     def names(self) -> list[str]:
@@ -63,6 +67,7 @@ class Session:
         live = self._live.get(name)
         if live is None:
             live = self._live[name] = self._classes[name].create(self.world)
+            live.simulator = self.simulator
             self._initial[name] = live.state
         return live
 

@@ -39,6 +39,9 @@ class ComposerConfig:
         motifs: Motifs tasks may use (compoenv.compose.motifs.MOTIFS); a plain chain of
             dependent calls is always possible.
         distractors: Unrelated services mounted beside the task's (for gateway mode).
+        world_model: Who answers spec-only tools while composing: None or "offline" (the
+            default), "endpoint", "transformers:<path>", or a WorldModel. Answers from models
+            other than the offline one are recorded in the task (``recorded["answers"]``).
         rewrite: An OpenAI-compatible endpoint that rewrites instructions into natural
             requests (re-verified; the template is kept when a rewrite fails a check).
         worlds: How many distinct Worlds tasks are set in: the walk with seed ``s`` runs in
@@ -55,6 +58,7 @@ class ComposerConfig:
     motifs: tuple[str, ...] = MOTIFS
     distractors: int = 0
     rewrite: EndpointConfig | None = None
+    world_model: Any = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_hops <= self.max_hops:
@@ -153,8 +157,9 @@ class Composer:
         cfg = self.config
         rng = random.Random(f"compose:{seed}")
         world = World.get(seed % cfg.worlds)
+        simulator = self._simulator()
         session = Session([self.registry.get(n) for n in cfg.services or self.registry.names()],
-                          world)
+                          world, simulator)
         plan = choose_plan(rng, cfg.motifs, cfg.min_hops, cfg.max_hops)
         walker = Walker(self.graph, session, rng, cross_bias=cfg.cross_bias,
                         min_services=cfg.min_services)
@@ -179,11 +184,20 @@ class Composer:
             answer=answers, rubric=build_rubric(walk, session, answers),
             capabilities=capabilities, domain=domains.most_common(1)[0][0], hops=len(walk.steps),
             fingerprint=self.registry.fingerprint(services),
+            recorded={"answers": simulator.recording} if simulator and simulator.recording else {},
         ).with_id()
         if verify:
             verify_walk(walk, task)
             verify_task(task, self.registry)
         return task, walk
+
+    def _simulator(self) -> Any:
+        """A fresh simulator per walk when a world model other than the default is set."""
+        if self.config.world_model in (None, "offline"):
+            return None
+        from compoenv.worldmodel.config import simulator_from
+
+        return simulator_from(self.config.world_model)
 
     def _distractors(self, services: list[str], rng: random.Random) -> list[str]:
         """``config.distractors`` services the task does not use, least connected to it first

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from compoenv.compose.rubric import answer_text
 from compoenv.compose.walk import Rejected, Walk
@@ -13,7 +14,7 @@ from compoenv.session import Session
 from compoenv.task import Call, Task
 from compoenv.world import World
 
-__all__ = ["verify_task", "verify_walk", "replay", "oracle_message"]
+__all__ = ["verify_task", "verify_walk", "replay", "replay_simulator", "oracle_message"]
 
 
 def oracle_message(task: Task) -> str:
@@ -23,9 +24,21 @@ def oracle_message(task: Task) -> str:
     return "Done. " + "; ".join(task.answer) + "."
 
 
+def replay_simulator(task: Task) -> Any:
+    """A simulator that answers from the task's recorded world-model answers (offline for the
+    rest), so a replay sees exactly what the composer saw; None when nothing was recorded."""
+    answers = task.recorded.get("answers") or {}
+    if not answers:
+        return None
+    from compoenv.worldmodel import OfflineWorldModel, Simulator
+
+    return Simulator(OfflineWorldModel(), recorded=answers)
+
+
 def replay(task: Task, calls: bool = True, registry: Registry | None = None) -> RubricResult:
     """Score the task's solution (or, with ``calls=False``, an empty run) on a fresh World."""
-    session = Session.for_names(task.services + task.distractors, World.get(task.seed), registry)
+    session = Session.for_names(task.services + task.distractors, World.get(task.seed), registry,
+                                replay_simulator(task))
     message = ""
     if calls:
         for call in task.solution:

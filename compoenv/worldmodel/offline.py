@@ -1,0 +1,202 @@
+"""Offline world model: deterministic, schema-valid, interface-aware answers drawn from the World.
+
+No model is needed. Values that carry an interface come from the World (a PersonName is a
+real person's name, that person's email goes with it), arguments are echoed back where a field
+matches them, writes store records that later reads return, and everything is a pure function
+of (world seed, tool, arguments, simulated state).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+import jsonschema
+
+from compoenv.world import Person, World
+from compoenv.worldmodel.base import ToolAnswer, ToolRequest, WorldModelError
+
+__all__ = ["OfflineWorldModel", "collection_of"]
+
+_VERBS = re.compile(r"^(get|list|search|find|lookup|fetch|read|show|create|add|new|save|store|"
+                    r"update|edit|set|delete|remove|cancel|send|post|submit|book|schedule|"
+                    r"make|generate|check|log|record|register|open|close|archive)_")
+_WORDS = ("alpha", "bright", "clear", "daily", "early", "fresh", "grand", "harbor", "island",
+          "jade", "keen", "lively", "modern", "north", "open", "prime", "quiet", "river")
+
+
+def collection_of(tool: str, returns: dict[str, Any]) -> str:
+    """Where a tool's records live: the returned entity's interface, else the tool's noun."""
+    node = returns.get("items", returns) if returns.get("type") == "array" else returns
+    if isinstance(node, dict) and node.get("x-interface") and node.get("type") == "object":
+        return str(node["x-interface"])
+    noun = _VERBS.sub("", tool)
+    return noun[:-1] if noun.endswith("s") and not noun.endswith("ss") else noun
+
+
+def _person_value(interface: str, person: Person) -> Any:
+    return {"PersonName": person.name, "EmailAddress": person.email, "PhoneNumber": person.phone,
+            "OrganizationName": person.employer, "JobTitle": person.title, "City": person.city,
+            "StreetAddress": person.street, "PostalCode": person.postal_code,
+            "CountryCode": person.country}.get(interface)
+
+
+class _Maker:
+    """Generates one answer: a private rng, the request's arguments, one person per object."""
+
+    def __init__(self, request: ToolRequest) -> None:
+        self.request, self.world = request, request.world
+        self.rng = random.Random(request.seed)
+        self.args = request.arguments
+        self.arg_by_interface = {s.interface: self.args[s.path[0]] for s in request.spec.inputs
+                                 if len(s.path) == 1 and s.path[0] in self.args}
+
+    def value(self, schema: dict[str, Any], name: str, person: Person) -> Any:
+        for key in ("anyOf", "oneOf"):
+            if key in schema:
+                options = [b for b in schema[key] if b.get("type") != "null"] or schema[key]
+                return self.value({**options[0], **{k: v for k, v in schema.items()
+                                                    if k not in (key,)}}, name, person)
+        if name in self.args and _fits(self.args[name], schema):
+            return self.args[name]  # echo: get_forecast(city="Oslo") is about Oslo
+        interface = schema.get("x-interface")
+        if interface in self.arg_by_interface and schema.get("type") != "object" \
+                and _fits(self.arg_by_interface[interface], schema):
+            return self.arg_by_interface[interface]
+        kind = schema.get("type")
+        if kind == "object":
+            who = self.rng.choice(self.world.people[1:])
+            return {key: self.value(sub, key, who)
+                    for key, sub in (schema.get("properties") or {}).items()}
+        if kind == "array":
+            low, high = schema.get("minItems", 1), schema.get("maxItems", 5)
+            count = max(low, min(high, self.rng.randint(2, 4)))
+            return [self.value(schema.get("items", {}), name, self.rng.choice(
+                self.world.people[1:])) for _ in range(count)]
+        if interface is not None:
+            generated = self.semantic(interface, person)
+            if generated is not None and _fits(generated, schema):
+                return generated
+        return self.plain(schema, name)
+
+    def semantic(self, interface: str, person: Person) -> Any:
+        rng, world = self.rng, self.world
+        personal = _person_value(interface, person)
+        if personal is not None:
+            return personal
+        return {
+            "Date": lambda: world.date(rng.randint(-20, 20)),
+            "DateTime": lambda: world.at(rng.randint(-20, 20), rng.randint(8, 18)),
+            "TimeOfDay": lambda: f"{rng.randint(8, 18):02d}:{rng.choice((0, 15, 30, 45)):02d}",
+            "Money": lambda: round(rng.uniform(5, 900), 2),
+            "CurrencyCode": lambda: "USD",
+            "Url": lambda: f"https://www.{rng.choice(world.orgs).domain}/{rng.choice(_WORDS)}",
+            "AirportCode": lambda: rng.choice(world.cities).airport,
+            "Temperature": lambda: round(rng.uniform(-5, 32), 1),
+            "Percentage": lambda: float(rng.randint(0, 100)),
+            "Quantity": lambda: rng.randint(1, 20),
+            "DurationMinutes": lambda: rng.choice((15, 30, 45, 60, 90, 120)),
+            "Category": lambda: rng.choice(("general", "priority", "billing", "support")),
+            "EmailSubject": lambda: f"{rng.choice(_WORDS).title()} update",
+            "Text": lambda: f"{rng.choice(_WORDS).title()} notes from {person.name}.",
+        }.get(interface, lambda: None)()
+
+    def plain(self, schema: dict[str, Any], name: str) -> Any:
+        rng, kind = self.rng, schema.get("type")
+        if "enum" in schema:
+            return rng.choice(schema["enum"])
+        if "const" in schema:
+            return schema["const"]
+        if kind == "integer":
+            low, high = int(schema.get("minimum", 0)), int(schema.get("maximum", 100))
+            return rng.randint(low, max(low, high))
+        if kind == "number":
+            low, high = float(schema.get("minimum", 0)), float(schema.get("maximum", 1000))
+            return round(rng.uniform(low, max(low, high)), 2)
+        if kind == "boolean":
+            return rng.random() < 0.5
+        if kind == "null":
+            return None
+        fmt = schema.get("format")
+        if fmt == "date":
+            return self.world.date(rng.randint(-20, 20))
+        if fmt == "date-time":
+            return self.world.at(rng.randint(-20, 20), rng.randint(8, 18)) + ":00"
+        if fmt == "email":
+            return rng.choice(self.world.people[1:]).email
+        if fmt in ("uri", "url"):
+            return f"https://example.org/{rng.choice(_WORDS)}"
+        words = name.replace("_", " ") if name else "value"
+        text = f"{rng.choice(_WORDS)} {words} {rng.randint(1, 999)}"
+        low, high = schema.get("minLength", 0), schema.get("maxLength", 200)
+        return (text * (1 + low // max(len(text), 1)))[:max(high, 1)] if low or high < len(text) \
+            else text
+
+
+def _fits(value: Any, schema: dict[str, Any]) -> bool:
+    try:
+        jsonschema.validate(value, schema)
+    except jsonschema.ValidationError:
+        return False
+    return True
+
+
+class OfflineWorldModel:
+    """The default backend: deterministic answers, consistent with earlier writes."""
+
+    name = "offline"
+
+    def answer(self, request: ToolRequest) -> ToolAnswer:
+        spec, maker = request.spec, _Maker(request)
+        collection = collection_of(spec.name, spec.returns)
+        stored = request.records.get(collection, {})
+        returns = spec.returns
+        if spec.read_only:
+            return ToolAnswer(self._read(maker, returns, stored))
+        data = maker.value(returns, "", maker.rng.choice(request.world.people[1:]))
+        if not isinstance(data, dict):
+            return ToolAnswer(data)  # nothing to store: a write that reports a status
+        key = _key_of(data, request.arguments, stored, collection)
+        existing = stored.get(key)
+        if existing is not None:  # an update keeps what it does not change
+            data = {**existing, **{k: v for k, v in request.arguments.items() if k in existing}}
+        elif "id" in data and isinstance(data["id"], str) and not _fits_key(data, returns):
+            data["id"] = key
+        if not _fits(data, returns):
+            raise WorldModelError("cannot_generate", f"no valid answer for {spec.qualified_name}")
+        deleting = spec.name.startswith(("delete_", "remove_"))
+        return ToolAnswer(data, {collection: {key: None if deleting else data}})
+
+    @staticmethod
+    def _read(maker: _Maker, returns: dict[str, Any], stored: dict[str, Any]) -> Any:
+        args = maker.args
+        matching = [r for r in stored.values() if isinstance(r, dict) and all(
+            r.get(k) == v for k, v in args.items() if k in r)]
+        if returns.get("type") == "array":
+            items = returns.get("items", {})
+            kept = [r for r in matching if _fits(r, items)]
+            generated = maker.value(returns, "", maker.rng.choice(maker.world.people[1:]))
+            room = max(0, returns.get("maxItems", 50) - len(kept))
+            return generated[:room] + kept  # what was there stays; stored records follow
+        by_key = [r for k, r in stored.items() if k in {str(v) for v in args.values()}]
+        for record in by_key + matching:
+            if _fits(record, returns):
+                return record
+        return maker.value(returns, "", maker.rng.choice(maker.world.people[1:]))
+
+
+def _key_of(data: dict[str, Any], args: dict[str, Any], stored: dict[str, Any],
+            collection: str) -> str:
+    """The record's key: an argument naming a stored record (an update), else a new id."""
+    for value in args.values():
+        if isinstance(value, str) and value in stored:
+            return value
+    prefix = re.sub(r"[^A-Z]", "", collection.title())[:3] or "REC"
+    return f"{prefix}-{len(stored) + 1:04d}"
+
+
+def _fits_key(data: dict[str, Any], returns: dict[str, Any]) -> bool:
+    """Whether the generated id already follows a pattern the schema insists on."""
+    return "pattern" in (returns.get("properties", {}).get("id") or {})
+

@@ -1,0 +1,150 @@
+"""Spec-only services: JSON declarations of tools, validated, turned into Service classes.
+
+A spec file (``envs_library/specs/<name>.json``) declares a service by its tools' schemas only;
+its calls are answered by a world model. The format is ``spec.schema.json`` beside this file:
+
+    {"name": "web_search", "domain": "research", "description": "...", "version": "1",
+     "tools": [{"name": "search", "description": "...", "read_only": true,
+                "phrase": "search the web for {query}",
+                "parameters": {"type": "object", "properties": {...}, "required": [...]},
+                "returns": {...}}]}
+
+Parameter and return schemas are JSON Schema; a node may carry ``"x-interface"`` with a name
+from ``compoenv.interfaces`` (a semantic type such as ``EmailAddress`` or an entity such as
+``Contact``). A node that is only ``{"x-interface": "<Entity>"}`` expands to that entity's
+schema, so spec tools join the implemented services in the dependency graph.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable
+
+import jsonschema
+from pydantic import TypeAdapter
+
+from compoenv.interfaces import ENTITY_MODELS, SEMANTIC_TYPES
+from compoenv.schema import compact_schema, interface_slots
+from compoenv.service import Service, ToolSpec
+
+__all__ = ["SpecError", "load_spec", "validate_spec", "spec_tools", "SPEC_SCHEMA"]
+
+SPEC_SCHEMA: dict[str, Any] = json.loads(
+    (Path(__file__).with_name("spec.schema.json")).read_text(encoding="utf-8"))
+_META = jsonschema.Draft202012Validator(SPEC_SCHEMA)
+
+
+class SpecError(ValueError):
+    """A spec file that is not valid; the message names the file and the JSON path."""
+
+
+def _where(path: Iterable[Any]) -> str:
+    parts = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+    return "$" + parts
+
+
+@lru_cache(maxsize=None)
+def _interface_schema(name: str) -> dict[str, Any]:
+    """The JSON schema of a named interface (entity or semantic type)."""
+    target = ENTITY_MODELS.get(name) or SEMANTIC_TYPES[name]
+    return compact_schema(TypeAdapter(target).json_schema(mode="serialization"))
+
+
+def _expand(node: Any, origin: str, path: list[Any]) -> Any:
+    """Check interface names and expand bare ``{"x-interface": "<Entity>"}`` nodes."""
+    if isinstance(node, list):
+        return [_expand(item, origin, path + [i]) for i, item in enumerate(node)]
+    if not isinstance(node, dict):
+        return node
+    name = node.get("x-interface")
+    if name is not None:
+        if name not in ENTITY_MODELS and name not in SEMANTIC_TYPES:
+            known = sorted(ENTITY_MODELS) + sorted(SEMANTIC_TYPES)
+            from compoenv.service import did_you_mean
+
+            raise SpecError(f"{origin}: {_where(path)}: " + did_you_mean(name, known,
+                                                                          "interface"))
+        if set(node) <= {"x-interface", "description"}:
+            return {**_interface_schema(name), **node}
+    return {k: _expand(v, origin, path + [k]) for k, v in node.items()}
+
+
+def validate_spec(data: Any, origin: str = "<spec>") -> dict[str, Any]:
+    """The spec with entities expanded, or SpecError naming ``origin`` and the JSON path."""
+    errors = sorted(_META.iter_errors(data), key=lambda e: list(e.absolute_path))
+    if errors:
+        first = errors[0]
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise SpecError(f"{origin}: {_where(first.absolute_path)}: {first.message}{more}")
+    names = [t["name"] for t in data["tools"]]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise SpecError(f"{origin}: $.tools: duplicate tool names {dupes}")
+    for i, tool in enumerate(data["tools"]):
+        where = ["tools", i]
+        params = tool["parameters"]
+        missing = set(params.get("required", ())) - set(params["properties"])
+        if missing:
+            raise SpecError(f"{origin}: {_where(where + ['parameters', 'required'])}: "
+                            f"{sorted(missing)} are required but not in properties")
+        for key in ("parameters", "returns"):
+            try:
+                jsonschema.Draft202012Validator.check_schema(tool[key])
+            except jsonschema.SchemaError as exc:
+                raise SpecError(f"{origin}: {_where(where + [key] + list(exc.absolute_path))}: "
+                                f"not a valid JSON schema: {exc.message}") from None
+        if tool.get("phrase"):
+            unknown = {f for f in _fields(tool["phrase"])} - set(params["properties"])
+            if unknown:
+                raise SpecError(f"{origin}: {_where(where + ['phrase'])}: placeholders "
+                                f"{sorted(unknown)} are not parameters")
+    return _expand(data, origin, [])
+
+
+def _fields(phrase: str) -> set[str]:
+    import string
+
+    return {f for _, f, _, _ in string.Formatter().parse(phrase) if f}
+
+
+def load_spec(path: str | Path) -> dict[str, Any]:
+    """Read and validate one spec file."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise SpecError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: "
+                        f"{exc.msg}") from None
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read: {exc.strerror}") from None
+    return validate_spec(data, str(path))
+
+
+def spec_tools(spec: dict[str, Any]) -> dict[str, ToolSpec]:
+    """ToolSpecs of a validated spec: simulated, validated with jsonschema."""
+    out = {}
+    for tool in spec["tools"]:
+        parameters = {"additionalProperties": False, **compact_schema(tool["parameters"])}
+        returns = compact_schema(tool["returns"])
+        out[tool["name"]] = ToolSpec(
+            service=spec["name"], name=tool["name"], description=tool["description"],
+            read_only=tool["read_only"], simulated=True, parameters=parameters,
+            returns=returns, phrase=tool.get("phrase"),
+            validator=jsonschema.Draft202012Validator(parameters),
+            inputs=tuple(s for s in interface_slots(parameters) if s.path),
+            outputs=tuple(interface_slots(returns)),
+        )
+    return out
+
+
+def service_from_spec(spec: dict[str, Any], base: type[Service]) -> type[Service]:
+    """A Service subclass (of ``base``, the simulated-service base) for a validated spec."""
+    tools = spec_tools(spec)
+    cls = type(f"Spec_{spec['name']}", (base,), {
+        "__doc__": spec["description"], "name": spec["name"], "domain": spec["domain"],
+        "version": spec.get("version", "1"), "__module__": f"compoenv.specs.{spec['name']}",
+    })
+    cls._spec_tools = tools  # type: ignore[attr-defined]
+    return cls
