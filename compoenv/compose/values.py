@@ -12,7 +12,7 @@ from compoenv.schema import Slot, compact_schema, extract, interface_slots
 from compoenv.service import Service, ToolSpec
 from compoenv.world import Person, World
 
-__all__ = ["MISSING", "record_arguments", "record_value", "fresh_value"]
+__all__ = ["MISSING", "record_arguments", "record_value", "fresh_value", "fresh_arguments"]
 
 MISSING: Any = object()
 
@@ -153,3 +153,17 @@ def fresh_value(param: str, schema: dict[str, Any], world: World, rng: random.Ra
         item = fresh_value(param, schema["items"], world, rng, person)
         return MISSING if item is MISSING else [item]
     return MISSING
+
+
+def fresh_arguments(spec: ToolSpec, world: World, rng: random.Random) -> dict[str, Any] | None:
+    """Every required parameter stated fresh, for services with no records to start from
+    (spec-only services); None when one cannot be invented."""
+    props = spec.parameters.get("properties", {})
+    person = rng.choice(world.people[1:])
+    args = {}
+    for param in spec.parameters.get("required", ()):
+        value = fresh_value(param, props.get(param, {}), world, rng, person)
+        if value is MISSING:
+            return None
+        args[param] = value
+    return args

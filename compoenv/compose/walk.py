@@ -6,7 +6,9 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from compoenv.compose.values import MISSING, fresh_value, record_arguments, record_value
+from compoenv.compose.values import (
+    MISSING, fresh_arguments, fresh_value, record_arguments, record_value,
+)
 from compoenv.graph import Edge, ToolGraph
 from compoenv.interfaces import STATABLE
 from compoenv.schema import Slot, extract
@@ -229,6 +231,8 @@ class Walker:
         for name in self.rng.sample(starts, min(self.attempts, len(starts))):
             spec = self.graph.specs[name]
             args = record_arguments(spec, self.session.service(spec.service), self.rng)
+            if args is None and spec.simulated:  # no records yet: a user states the values
+                args = fresh_arguments(spec, self.session.world, self.rng)
             if args is None:
                 continue
             if items is not None:  # probe first: a list of the wrong size must not be kept

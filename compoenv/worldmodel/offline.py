@@ -17,7 +17,7 @@ import jsonschema
 from compoenv.world import Person, World
 from compoenv.worldmodel.base import ToolAnswer, ToolRequest, WorldModelError
 
-__all__ = ["OfflineWorldModel", "collection_of"]
+__all__ = ["OfflineWorldModel", "collection_of", "example_arguments"]
 
 _VERBS = re.compile(r"^(get|list|search|find|lookup|fetch|read|show|create|add|new|save|store|"
                     r"update|edit|set|delete|remove|cancel|send|post|submit|book|schedule|"
@@ -200,3 +200,10 @@ def _fits_key(data: dict[str, Any], returns: dict[str, Any]) -> bool:
     """Whether the generated id already follows a pattern the schema insists on."""
     return "pattern" in (returns.get("properties", {}).get("id") or {})
 
+
+
+def example_arguments(spec: Any, world: World, seed: int = 0) -> dict[str, Any]:
+    """Schema-valid arguments for a tool (all its parameters), drawn like offline answers."""
+    request = ToolRequest(spec, {}, world, {}, seed)
+    maker = _Maker(request)
+    return maker.value(spec.parameters, "", maker.rng.choice(world.people[1:]))

@@ -1,0 +1,96 @@
+"""Spec-only services: every spec validates, every tool answers schema-valid, deterministic data
+offline, writes are read back, and spec tools join composed tasks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from compoenv.compose import Composer, replay
+from compoenv.registry import Registry
+from compoenv.testing import check_service
+from compoenv.world import World
+from compoenv.worldmodel import SimulatedService, load_spec
+from compoenv.worldmodel.offline import collection_of, example_arguments
+
+SPECS = sorted((Path(__file__).resolve().parents[1] / "envs_library" / "specs").glob("*.json"))
+REGISTRY = Registry.default()
+SPEC_CLASSES = [cls for cls in REGISTRY if issubclass(cls, SimulatedService)]
+
+
+def test_the_library_ships_spec_services_that_load_into_the_default_registry():
+    assert SPECS and len(SPEC_CLASSES) == len(SPECS)
+    for path in SPECS:
+        assert load_spec(path)["name"] in REGISTRY
+
+
+@pytest.mark.parametrize("cls", SPEC_CLASSES, ids=lambda c: c.name)
+def test_every_spec_service_passes_the_service_checker(cls):
+    free = [f"{s.name}.{p}" for s in cls.tool_specs().values()
+            for p in s.parameters.get("properties", {})
+            if p not in {slot.path[0] for slot in s.inputs}]
+    check_service(cls, free_text=free)
+
+
+@pytest.mark.parametrize("cls", SPEC_CLASSES, ids=lambda c: c.name)
+def test_every_spec_tool_answers_schema_valid_deterministic_data_offline(cls):
+    world = World.get(0)
+    for spec in cls.tool_specs().values():
+        args = example_arguments(spec, world, seed=1)
+        first = cls.create(world).call(spec.name, args)
+        assert first["success"] and first["simulated"], (spec.qualified_name, first)
+        jsonschema.validate(first["data"], spec.returns)
+        assert cls.create(world).call(spec.name, args) == first, spec.qualified_name
+
+
+@pytest.mark.parametrize("cls", SPEC_CLASSES, ids=lambda c: c.name)
+def test_writes_are_read_back_by_list_tools_of_the_same_collection(cls):
+    world = World.get(0)
+    specs = list(cls.tool_specs().values())
+    lists = {collection_of(s.name, s.returns): s for s in specs
+             if s.read_only and s.returns.get("type") == "array"
+             and not s.parameters.get("required")}
+    checked = 0
+    for write in (s for s in specs if not s.read_only):
+        reader = lists.get(collection_of(write.name, write.returns))
+        if reader is None or write.name.startswith(("delete_", "remove_")):
+            continue
+        service = cls.create(world)
+        created = service.call(write.name, example_arguments(write, world, seed=2))
+        assert created["success"], created
+        listed = service.call(reader.name, {})["data"]
+        assert created["data"] in listed, (write.qualified_name, reader.qualified_name)
+        checked += 1
+    if cls.name == "web_search":
+        assert checked >= 1
+
+
+def test_offline_answers_are_identical_in_another_process():
+    code = ("import json; from compoenv.registry import Registry; from compoenv.world import "
+            "World; from compoenv.worldmodel.offline import example_arguments; "
+            "out = {}\n"
+            "for cls in Registry.default():\n"
+            "    if not hasattr(cls, '_spec_tools'): continue\n"
+            "    for s in cls.tool_specs().values():\n"
+            "        a = example_arguments(s, World.get(3), 5)\n"
+            "        out[s.qualified_name] = cls.create(World.get(3)).call(s.name, a)\n"
+            "print(json.dumps(out, sort_keys=True))")
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"}, timeout=120)
+            for seed in ("1", "2")]
+    assert runs[0].returncode == 0, runs[0].stderr
+    assert runs[0].stdout == runs[1].stdout and json.loads(runs[0].stdout)
+
+
+def test_spec_tools_join_the_graph_and_composed_tasks():
+    tasks = list(Composer().generate(150, seed=3))
+    spec_names = {cls.name for cls in SPEC_CLASSES}
+    using = [t for t in tasks if spec_names & set(t.services)]
+    assert using, "no composed task uses a spec-only service"
+    for t in using[:10]:
+        assert replay(t).score == 1.0
