@@ -30,8 +30,12 @@ def main() -> None:
               show_default=True)
 @click.option("--min-hops", default=2, show_default=True)
 @click.option("--max-hops", default=4, show_default=True)
+@click.option("--world-model", default=None, envvar="COMPOENV_WORLD_MODEL",
+              help="Who answers spec-only tools: offline (default), endpoint, "
+                   "endpoint:<base_url>, transformers:<path>.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def demo(num: int, seed: int, mode: str, min_hops: int, max_hops: int, as_json: bool) -> None:
+def demo(num: int, seed: int, mode: str, min_hops: int, max_hops: int, world_model: str | None,
+         as_json: bool) -> None:
     """Compose verified tasks, run the oracle and a random agent on each, print a summary."""
     from compoenv.agents import OracleAgent, RandomAgent
     from compoenv.compose import Composer, ComposerConfig
@@ -39,9 +43,10 @@ def demo(num: int, seed: int, mode: str, min_hops: int, max_hops: int, as_json: 
     from compoenv.rollout import run_episode
 
     start = time.perf_counter()
-    composer = Composer(config=ComposerConfig(min_hops=min_hops, max_hops=max_hops))
+    composer = Composer(config=ComposerConfig(min_hops=min_hops, max_hops=max_hops,
+                                              world_model=world_model))
     tasks = list(composer.generate(num, seed=seed))
-    env = CompoWorldEnv(tasks, mode=mode, max_steps=12)
+    env = CompoWorldEnv(tasks, mode=mode, max_steps=12, world_model=world_model)
     rows = []
     for i, task in enumerate(tasks):
         oracle = run_episode(env, OracleAgent(), options={"index": i}, source="oracle")
@@ -89,11 +94,17 @@ def demo(num: int, seed: int, mode: str, min_hops: int, max_hops: int, as_json: 
 @click.option("--split", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
               help="Also write <out>.train.jsonl / <out>.test.jsonl, test on unseen service "
                    "combinations holding about this fraction of the tasks.")
+@click.option("--distractors", default=0, show_default=True,
+              help="Unrelated services recorded per task (listed in gateway mode).")
+@click.option("--world-model", default=None, envvar="COMPOENV_WORLD_MODEL",
+              help="Who answers spec-only tools: offline (default), endpoint, "
+                   "endpoint:<base_url>, transformers:<path>.")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 def generate(num: int, seed: int, min_hops: int, max_hops: int, min_services: int,
              motifs: str | None, workers: int | None, ray_address: str | None,
-             split: float | None, output: str, as_json: bool) -> None:
+             split: float | None, distractors: int, world_model: str | None, output: str,
+             as_json: bool) -> None:
     """Compose NUM verified tasks into a JSONL file; the same file for any number of workers."""
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                                TimeElapsedColumn, TimeRemainingColumn)
@@ -103,7 +114,7 @@ def generate(num: int, seed: int, min_hops: int, max_hops: int, min_services: in
     from compoenv.task import save_tasks
 
     config = _composer_config(min_hops=min_hops, max_hops=max_hops, min_services=min_services,
-                              motifs=motifs)
+                              motifs=motifs, distractors=distractors, world_model=world_model)
     workers = workers if workers is not None or ray_address else 1
     err = Console(stderr=True)
     bar = Progress(TextColumn("composing"), BarColumn(), MofNCompleteColumn(),

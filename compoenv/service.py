@@ -31,7 +31,7 @@ class ToolResult(TypedDict, total=False):
     success: bool
     data: Any
     error: dict[str, Any]
-    simulated: bool
+    simulated: str  # who answered a simulated call: "offline", "endpoint:<model>", ...
 
 
 def ok(data: Any) -> ToolResult:
@@ -349,12 +349,12 @@ class Service:
         return service
 
     def _simulated(self, spec: ToolSpec, arguments: dict[str, Any]) -> ToolResult:
-        """Ask the episode's world model (offline by default); marked ``simulated``."""
+        """Ask the episode's world model (offline by default). The envelope's ``simulated``
+        names who answered ("offline", "endpoint:<model>", "recorded", or a fallback)."""
         from compoenv.worldmodel.simulator import default_simulator
 
-        simulator = self.simulator or default_simulator()
-        return {"success": True, "data": simulator.answer(self, spec, arguments),
-                "simulated": True}
+        answer = (self.simulator or default_simulator()).answer(self, spec, arguments)
+        return {"success": True, "data": answer.data, "simulated": answer.source}
 
     def call(self, tool_name: str, arguments: Any) -> ToolResult:
         """Validate, run and wrap one tool call. Never raises on bad input."""

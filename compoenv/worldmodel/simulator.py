@@ -55,14 +55,15 @@ class Simulator:
         self._cache: OrderedDict[str, ToolAnswer] = OrderedDict()
         self._lock = threading.Lock()
 
-    def answer(self, service: Service, spec: ToolSpec, arguments: dict[str, Any]) -> Any:
-        """The data of the answer (patch applied); raises ToolError when nothing valid came."""
+    def answer(self, service: Service, spec: ToolSpec, arguments: dict[str, Any]) -> ToolAnswer:
+        """The answer (its patch applied); raises ToolError when nothing valid came. Its
+        ``source`` says who answered: the model, "recorded", or a fallback and why."""
         key = request_key(spec, arguments, _version(service))
         answer = self._lookup(key)
         if answer is None:
             answer = self._ask(service, spec, arguments, key)
         self._apply(service, spec, answer)
-        return answer.data
+        return answer
 
     def _lookup(self, key: str) -> ToolAnswer | None:
         saved = self.recorded.get(key)
@@ -92,13 +93,15 @@ class Simulator:
                 raise ToolError(500, f"The world model could not answer {spec.qualified_name}: "
                                      f"{exc.reason}") from None
             answer = self._checked(self.fallback, request)
+            answer = ToolAnswer(answer.data, answer.patch,
+                                f"{self.fallback.name} (fallback: {self.model.name} {exc.reason})")
             self.events.append({"tool": spec.qualified_name, "event": "fallback",
                                 "model": self.fallback.name})
         with self._lock:
             self._cache[key] = answer
             while len(self._cache) > _CACHE_SIZE:
                 self._cache.popitem(last=False)
-        if answer.source != "offline":
+        if answer.source == self.model.name and answer.source != "offline":
             self.recording[key] = {"data": answer.data, "patch": answer.patch,
                                    "source": answer.source}
         return answer
