@@ -130,8 +130,11 @@ def _record_matches(match: Mapping[str, Any], record: Any) -> bool:
 
 def _check_state(c: StateCriterion, out: Outcome) -> tuple[bool, str]:
     records = _records(out.session, c.service, c.collection)
-    candidates = [records[c.key]] if c.key is not None and c.key in records else (
-        [] if c.key is not None else list(reversed(records.values())))  # new records: last
+    if c.key is not None:
+        candidates = [records[c.key]] if c.key in records else []
+    else:  # a created record: only records the episode added or replaced can be it
+        before = _records(out.session, c.service, c.collection, initial=True)
+        candidates = [r for k, r in records.items() if before.get(k) is not r]
     hit = any(_record_matches(c.match, r) for r in candidates)
     if c.exists:
         return hit, "" if hit else f"no record in {c.service}.{c.collection} matches {c.match}"
@@ -242,5 +245,5 @@ def completion_focused(passes: Sequence[Sequence[bool | float]],
     for row in rows:
         partial = sum(w[j] * row[j] for j in range(k))
         complete = float(all(row[j] for j in range(k) if need[j]))
-        out.append((1.0 - lam) * partial + lam * complete)
+        out.append(min(1.0, max(0.0, (1.0 - lam) * partial + lam * complete)))  # fp: stay in [0, 1]
     return out
