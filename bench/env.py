@@ -119,12 +119,14 @@ def compose_pool(cfg: Config) -> tuple[list[Task], float]:
 
 
 def read_calls(pool: list[Task], n_tasks: int) -> Work:
-    """Read-only solution calls that succeed on the fresh state (a read of something an earlier
-    write creates fails there: skipped), from the first ``n_tasks`` tasks that have one."""
+    """Read-only solution calls of implemented tools (not world-model ones) that succeed on the
+    fresh state (a read of something an earlier write creates fails there: skipped), from the
+    first ``n_tasks`` tasks that have one."""
     registry, env, work = Registry.default(), CompoWorldEnv(max_steps=NEVER), []
     for task in pool:
         for call in task.solution:
-            if registry.spec(call.name).read_only:
+            spec = registry.spec(call.name)
+            if spec.read_only and not spec.simulated:
                 env.reset(options={"task": task})
                 env.step(action_for(call))
                 if json.loads(env.messages[-1]["content"])["success"]:

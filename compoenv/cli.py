@@ -305,5 +305,10 @@ def _draw_graph(tool_graph: Any, path: str, services_only: bool) -> None:
     plt.close(fig)
 
 
+from compoenv.cli_import import import_  # noqa: E402  (the `compoenv import` commands)
+
+main.add_command(import_)
+
+
 if __name__ == "__main__":
     sys.exit(main())

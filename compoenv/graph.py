@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import networkx as nx
 
@@ -38,6 +38,7 @@ class ToolGraph:
     def __init__(self, specs: Iterable[ToolSpec]) -> None:
         self.specs: dict[str, ToolSpec] = {s.qualified_name: s for s in specs}
         self._starts: list[str] | None = None
+        self._memo: dict[Any, Any] = {}
         self.graph = nx.MultiDiGraph()
         producers: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
         for name, spec in self.specs.items():
@@ -56,6 +57,12 @@ class ToolGraph:
                     self._out[source].append(edge)
                     self.graph.add_edge(source, target, key=(path, edge.param),
                                         interface=slot.interface, cross=edge.cross_service)
+
+    def memo(self, key: Any, compute: Callable[[], Any]) -> Any:
+        """``compute()`` once per key for this graph (derived views of its fixed tools)."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
 
     def out_edges(self, tool: str) -> list[Edge]:
         """Edges leaving ``tool``, in a stable order."""

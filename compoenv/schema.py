@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-__all__ = ["Slot", "compact_schema", "interface_slots", "extract", "brief"]
+__all__ = ["Slot", "compact_schema", "interface_slots", "extract", "brief", "validator_for",
+           "is_valid"]
 
 _DROP = frozenset({"title"})
 _VALUES = frozenset({"default", "const", "enum", "examples"})
@@ -117,3 +118,21 @@ def brief(value: Any, limit: int = 80) -> str:
     """A short, safe rendering of untrusted input for error messages."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_VALIDATORS: dict[int, tuple[dict[str, Any], Any]] = {}
+
+
+def validator_for(schema: dict[str, Any]) -> Any:
+    """A compiled JSON-schema validator for ``schema``, built once per schema object (schemas
+    of tools live as long as their ToolSpec; the cache keeps a reference so ids stay unique)."""
+    hit = _VALIDATORS.get(id(schema))
+    if hit is None or hit[0] is not schema:
+        import jsonschema
+
+        hit = _VALIDATORS[id(schema)] = (schema, jsonschema.Draft202012Validator(schema))
+    return hit[1]
+
+
+def is_valid(value: Any, schema: dict[str, Any]) -> bool:
+    return bool(validator_for(schema).is_valid(value))

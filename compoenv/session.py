@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any, Iterable, NamedTuple
 
 from compoenv.registry import Registry
@@ -25,6 +26,13 @@ def render_result(result: ToolResult) -> str:
     return json.dumps(result, separators=(", ", ": "))
 
 
+@lru_cache(maxsize=256)
+def _routes(classes: tuple[type[Service], ...]) -> dict[str, tuple[str, ToolSpec]]:
+    """Qualified tool name -> (service, spec), once per set of services (read-only)."""
+    return {spec.qualified_name: (cls.name, spec)
+            for cls in classes for spec in cls.tool_specs().values()}
+
+
 class Session:
     """Services of one episode over one World, created lazily and shared copy-on-write.
 
@@ -42,10 +50,7 @@ class Session:
         self._classes = {cls.name: cls for cls in services}
         self._live: dict[str, Service] = {}
         self._initial: dict[str, State] = {}
-        self._routes: dict[str, tuple[str, ToolSpec]] = {
-            spec.qualified_name: (name, spec)
-            for name, cls in self._classes.items() for spec in cls.tool_specs().values()
-        }
+        self._routes = _routes(tuple(self._classes.values()))
         self.log: list[CallRecord] = []
 
     @classmethod

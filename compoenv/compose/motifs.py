@@ -29,12 +29,22 @@ _COMPARABLE = frozenset({"Money", "Temperature", "Percentage", "DurationMinutes"
 
 def returns_list(spec: ToolSpec) -> bool:
     """The tool returns a list of entities (something to count, sum, pick from or fan out)."""
-    return any(s.path == ("*",) and s.kind == "object" for s in spec.outputs)
+    name = spec.qualified_name
+    if name not in _LISTS:
+        _LISTS[name] = any(s.path == ("*",) and s.kind == "object" for s in spec.outputs)
+    return _LISTS[name]
+
+
+_LISTS: dict[str, bool] = {}
 
 
 def fan_edges(graph: Any, spec: ToolSpec) -> list[Edge]:
     """Edges from a list tool's items into writes that can run once per item: every personal
     value the write needs (a name, an email) must come from the item itself."""
+    return graph.memo(("fan", spec.qualified_name), lambda: _fan_edges(graph, spec))
+
+
+def _fan_edges(graph: Any, spec: ToolSpec) -> list[Edge]:
     item = {s.interface for s in spec.outputs if s.path[:1] == ("*",) and len(s.path) == 2}
     edges = []
     for edge in graph.out_edges(spec.qualified_name):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 from functools import lru_cache
 from typing import Any, Callable
 
@@ -25,6 +26,9 @@ _BODIES = ("Could you send me the latest numbers when you get a chance?",
            "Just checking in on the status of this.")
 _TITLES = ("Project sync", "Budget review", "Coffee catch-up", "Planning session",
            "Design review", "Team lunch")
+# A search query or an id cannot be invented blind: it would rarely match anything.
+_UNSTATABLE = re.compile(r"query|search|keyword|(^|_)id$|token|code|sku|number")
+_ADJECTIVES = ("quarterly", "weekly", "urgent", "new", "follow-up", "team", "draft", "final")
 _PLAIN = ("as discussed", "monthly settlement", "see attached", "per our agreement")
 
 _FRESH: dict[str, Callable[[World, random.Random], Any]] = {
@@ -144,6 +148,11 @@ def fresh_value(param: str, schema: dict[str, Any], world: World, rng: random.Ra
         return rng.choice(_PLAIN_BY_NAME[param])
     if kind == "string" and param in ("memo", "reason", "note", "notes", "comment"):
         return rng.choice(_PLAIN)
+    if kind == "string" and not _UNSTATABLE.search(param):
+        # any other free text a user could type: "a short <param>" (within the length limits)
+        text = f"{rng.choice(_ADJECTIVES)} {param.replace('_', ' ')}"
+        low, high = schema.get("minLength", 0), schema.get("maxLength", 200)
+        return text if low <= len(text) <= high else MISSING
     if kind == "integer":
         low = int(schema.get("minimum", 1))
         return rng.randint(low, max(low, min(int(schema.get("maximum", 5)), low + 4)))

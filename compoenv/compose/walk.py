@@ -110,10 +110,14 @@ def _single_values(step_index: int, spec: ToolSpec, data: Any) -> list[_Value]:
 
 def _entity_kind(spec: ToolSpec) -> str | None:
     """The entity a tool returns (one, or a list of them)."""
-    for slot in spec.outputs:
-        if slot.kind == "object" and slot.path in ((), ("*",)):
-            return slot.interface
-    return None
+    name = spec.qualified_name
+    if name not in _KIND:
+        _KIND[name] = next((s.interface for s in spec.outputs
+                            if s.kind == "object" and s.path in ((), ("*",))), None)
+    return _KIND[name]
+
+
+_KIND: dict[str, str | None] = {}
 
 
 def _looks_up_again(source: ToolSpec, target: ToolSpec) -> bool:
@@ -175,7 +179,13 @@ def _bind(spec: ToolSpec, edge: Edge, value: _Value, available: list[_Value],
 
 def _single_result(spec: ToolSpec) -> bool:
     """The tool returns one thing, not a list (lists need a motif to count or pick)."""
-    return not any(s.path == ("*",) for s in spec.outputs)
+    single = _SINGLE.get(spec.qualified_name)
+    if single is None:
+        single = _SINGLE[spec.qualified_name] = not any(s.path == ("*",) for s in spec.outputs)
+    return single
+
+
+_SINGLE: dict[str, bool] = {}
 
 
 def _worth_reporting(v: _Value) -> bool:
@@ -314,10 +324,12 @@ class Walker:
         for source in range(last, oldest - 1, -1):
             options = [o for o in self._options(source)
                        if accept is None or accept(self.graph.specs[o[0].target])]
+            weights = [self._weight(e) for e, _ in options]
             while options and tried < self.attempts:
                 tried += 1
-                edge, value = options.pop(self.rng.choices(
-                    range(len(options)), [self._weight(e) for e, _ in options])[0])
+                pick = self.rng.choices(range(len(options)), weights)[0]
+                weights.pop(pick)
+                edge, value = options.pop(pick)
                 spec = self.graph.specs[edge.target]
                 bindings = _bind(spec, edge, value, self.available, self.session, self.rng)
                 if bindings is not None and (step := self.execute(spec, bindings, need_report)):

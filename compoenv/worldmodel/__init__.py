@@ -14,9 +14,9 @@ __all__ = ["WorldModel", "ToolRequest", "ToolAnswer", "WorldModelError", "Simula
            "load_spec", "validate_spec", "service_from_spec", "spec_services"]
 
 
-def spec_services(folder: str) -> list[type[SimulatedService]]:
+def spec_services(folder: str, strict: bool = False) -> list[type[SimulatedService]]:
     """Service classes for every ``*.json`` spec in ``folder`` (sorted by file name)."""
     from pathlib import Path
 
-    return [service_from_spec(load_spec(p), SimulatedService)  # type: ignore[misc]
+    return [service_from_spec(load_spec(p, strict), SimulatedService)  # type: ignore[misc]
             for p in sorted(Path(folder).glob("*.json"))]

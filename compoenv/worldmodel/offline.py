@@ -12,16 +12,17 @@ import random
 import re
 from typing import Any
 
-import jsonschema
-
+from compoenv.schema import is_valid
 from compoenv.world import Person, World
 from compoenv.worldmodel.base import ToolAnswer, ToolRequest, WorldModelError
 
 __all__ = ["OfflineWorldModel", "collection_of", "example_arguments"]
 
-_VERBS = re.compile(r"^(get|list|search|find|lookup|fetch|read|show|create|add|new|save|store|"
-                    r"update|edit|set|delete|remove|cancel|send|post|submit|book|schedule|"
-                    r"make|generate|check|log|record|register|open|close|archive)_")
+_VERBS = re.compile(r"^(get|list|search|find|lookup|fetch|read|show|view|create|add|new|save|"
+                    r"store|update|edit|set|change|delete|remove|cancel|send|post|submit|book|"
+                    r"reserve|request|schedule|make|generate|check|log|record|register|open|"
+                    r"close|archive|start|stop|end|extend|rate|transfer|pay|buy|order|share|"
+                    r"upload|invite|approve|reject|assign|publish|renew|refund)_")
 _WORDS = ("alpha", "bright", "clear", "daily", "early", "fresh", "grand", "harbor", "island",
           "jade", "keen", "lively", "modern", "north", "open", "prime", "quiet", "river")
 
@@ -32,6 +33,8 @@ def collection_of(tool: str, returns: dict[str, Any]) -> str:
     if isinstance(node, dict) and node.get("x-interface") and node.get("type") == "object":
         return str(node["x-interface"])
     noun = _VERBS.sub("", tool)
+    if noun.endswith("ies"):
+        return noun[:-3] + "y"
     return noun[:-1] if noun.endswith("s") and not noun.endswith("ss") else noun
 
 
@@ -49,36 +52,60 @@ class _Maker:
         self.request, self.world = request, request.world
         self.rng = random.Random(request.seed)
         self.args = request.arguments
+        required = set(request.spec.parameters.get("required", ()))
+        # only required arguments echo by interface: an optional filter (max_price) says
+        # nothing about what is found
         self.arg_by_interface = {s.interface: self.args[s.path[0]] for s in request.spec.inputs
-                                 if len(s.path) == 1 and s.path[0] in self.args}
+                                 if len(s.path) == 1 and s.path[0] in self.args
+                                 and s.path[0] in required}
+        self.status = _status_for(request.spec.name)
 
-    def value(self, schema: dict[str, Any], name: str, person: Person) -> Any:
+    def value(self, schema: dict[str, Any], name: str, person: Person,
+              echo: bool = True) -> Any:
         for key in ("anyOf", "oneOf"):
             if key in schema:
                 options = [b for b in schema[key] if b.get("type") != "null"] or schema[key]
                 return self.value({**options[0], **{k: v for k, v in schema.items()
-                                                    if k not in (key,)}}, name, person)
+                                                    if k not in (key,)}}, name, person, echo)
         if name in self.args and _fits(self.args[name], schema):
             return self.args[name]  # echo: get_forecast(city="Oslo") is about Oslo
         interface = schema.get("x-interface")
-        if interface in self.arg_by_interface and schema.get("type") != "object" \
+        if echo and interface in self.arg_by_interface and schema.get("type") != "object" \
                 and _fits(self.arg_by_interface[interface], schema):
             return self.arg_by_interface[interface]
         kind = schema.get("type")
         if kind == "object":
-            who = self.rng.choice(self.world.people[1:])
-            return {key: self.value(sub, key, who)
-                    for key, sub in (schema.get("properties") or {}).items()}
+            return self.record(schema)
         if kind == "array":
             low, high = schema.get("minItems", 1), schema.get("maxItems", 5)
             count = max(low, min(high, self.rng.randint(2, 4)))
             return [self.value(schema.get("items", {}), name, self.rng.choice(
-                self.world.people[1:])) for _ in range(count)]
+                self.world.people[1:]), echo) for _ in range(count)]
+        if name == "status" and "enum" in schema and self.status is not None:
+            wanted = [v for v in schema["enum"] if str(v).lower().startswith(self.status)]
+            if wanted:
+                return wanted[0]
         if interface is not None:
             generated = self.semantic(interface, person)
             if generated is not None and _fits(generated, schema):
                 return generated
         return self.plain(schema, name)
+
+    def record(self, schema: dict[str, Any]) -> dict[str, Any]:
+        """An object: one person behind its personal fields, and each required argument echoed
+        into one field only (the field of the same name, else the first of its interface)."""
+        who = self.rng.choice(self.world.people[1:])
+        props = schema.get("properties") or {}
+        echoed: set[str] = set(props) & set(self.args)
+        out = {}
+        for key, sub in props.items():
+            interface = sub.get("x-interface")
+            taken = interface in {props[k].get("x-interface") for k in echoed if k != key}
+            echo = key in echoed or not taken
+            if echo and interface in self.arg_by_interface and key not in echoed:
+                echoed.add(key)
+            out[key] = self.value(sub, key, who, echo)
+        return out
 
     def semantic(self, interface: str, person: Person) -> Any:
         rng, world = self.rng, self.world
@@ -134,12 +161,21 @@ class _Maker:
             else text
 
 
+def _status_for(tool: str) -> str | None:
+    """The status a write leaves its record in: new ones start at the beginning, cancelled ones
+    end cancelled (matched as a prefix of the schema's enum values)."""
+    if tool.startswith(("cancel_", "delete_", "remove_")):
+        return "cancel"
+    if tool.startswith(("close_", "stop_", "end_")):
+        return "close"
+    if tool.startswith(("create_", "add_", "book_", "reserve_", "schedule_", "submit_", "open_",
+                        "request_", "order_", "start_")):
+        return ""  # "" matches the first value: the natural starting state
+    return None
+
+
 def _fits(value: Any, schema: dict[str, Any]) -> bool:
-    try:
-        jsonschema.validate(value, schema)
-    except jsonschema.ValidationError:
-        return False
-    return True
+    return is_valid(value, schema)
 
 
 class OfflineWorldModel:
@@ -161,6 +197,10 @@ class OfflineWorldModel:
         existing = stored.get(key)
         if existing is not None:  # an update keeps what it does not change
             data = {**existing, **{k: v for k, v in request.arguments.items() if k in existing}}
+            status = (returns.get("properties") or {}).get("status", {})
+            if maker.status and "status" in data and "enum" in status:  # cancel_, close_
+                ended = [v for v in status["enum"] if str(v).lower().startswith(maker.status)]
+                data["status"] = ended[0] if ended else data["status"]
         elif "id" in data and isinstance(data["id"], str) and not _fits_key(data, returns):
             data["id"] = key
         if not _fits(data, returns):

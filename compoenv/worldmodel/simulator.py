@@ -8,8 +8,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-import jsonschema
-
+from compoenv.schema import validator_for
 from compoenv.service import Service, ToolError, ToolSpec
 from compoenv.worldmodel.base import SimState, ToolAnswer, ToolRequest, WorldModel, WorldModelError
 
@@ -115,10 +114,9 @@ class Simulator:
             raise
         except Exception as exc:  # a backend bug is a failed answer, not a crashed episode
             raise WorldModelError("backend_error", f"{type(exc).__name__}: {exc}") from None
-        try:
-            jsonschema.validate(answer.data, request.spec.returns)
-        except jsonschema.ValidationError as exc:
-            raise WorldModelError("invalid_output", exc.message[:200]) from None
+        problem = next(iter(validator_for(request.spec.returns).iter_errors(answer.data)), None)
+        if problem is not None:
+            raise WorldModelError("invalid_output", problem.message[:200])
         if request.spec.read_only and answer.patch:
             raise WorldModelError("invalid_patch", "a read-only tool proposed a state change")
         for collection, changes in answer.patch.items():

@@ -71,8 +71,15 @@ def _expand(node: Any, origin: str, path: list[Any]) -> Any:
     return {k: _expand(v, origin, path + [k]) for k, v in node.items()}
 
 
-def validate_spec(data: Any, origin: str = "<spec>") -> dict[str, Any]:
-    """The spec with entities expanded, or SpecError naming ``origin`` and the JSON path."""
+def validate_spec(data: Any, origin: str = "<spec>", strict: bool = True) -> dict[str, Any]:
+    """The spec with entities expanded, or SpecError naming ``origin`` and the JSON path.
+
+    Args:
+        data: The parsed spec.
+        origin: Where it came from (a file name), for error messages.
+        strict: Also check every tool's schemas against the JSON Schema meta-schema (slow:
+            tens of milliseconds a tool; the library's own specs are checked in its tests).
+    """
     errors = sorted(_META.iter_errors(data), key=lambda e: list(e.absolute_path))
     if errors:
         first = errors[0]
@@ -89,7 +96,7 @@ def validate_spec(data: Any, origin: str = "<spec>") -> dict[str, Any]:
         if missing:
             raise SpecError(f"{origin}: {_where(where + ['parameters', 'required'])}: "
                             f"{sorted(missing)} are required but not in properties")
-        for key in ("parameters", "returns"):
+        for key in ("parameters", "returns") if strict else ():
             try:
                 jsonschema.Draft202012Validator.check_schema(tool[key])
             except jsonschema.SchemaError as exc:
@@ -109,8 +116,8 @@ def _fields(phrase: str) -> set[str]:
     return {f for _, f, _, _ in string.Formatter().parse(phrase) if f}
 
 
-def load_spec(path: str | Path) -> dict[str, Any]:
-    """Read and validate one spec file."""
+def load_spec(path: str | Path, strict: bool = True) -> dict[str, Any]:
+    """Read and validate one spec file (``strict``: see validate_spec)."""
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -119,7 +126,7 @@ def load_spec(path: str | Path) -> dict[str, Any]:
                         f"{exc.msg}") from None
     except OSError as exc:
         raise SpecError(f"{path}: cannot read: {exc.strerror}") from None
-    return validate_spec(data, str(path))
+    return validate_spec(data, str(path), strict)
 
 
 def spec_tools(spec: dict[str, Any]) -> dict[str, ToolSpec]:

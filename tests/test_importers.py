@@ -1,0 +1,298 @@
+"""Importers: OpenAPI documents and MCP tools/list results become valid, composable specs."""
+
+from __future__ import annotations
+
+import json
+import string
+from pathlib import Path
+from typing import Any
+
+import click
+import jsonschema
+import pytest
+from click.testing import CliRunner
+
+from compoenv.cli_import import import_
+from compoenv.compose import Composer, ComposerConfig
+from compoenv.registry import Registry
+from compoenv.world import World
+from compoenv.worldmodel import SimulatedService, SpecError, service_from_spec, validate_spec
+from compoenv.worldmodel.importers import (
+    from_mcp, from_openapi, infer_interface, mcp_spec, openapi_spec, snake)
+
+FIXTURES = Path(__file__).parent / "fixtures"
+PETSTORE, TOOLS = FIXTURES / "petstore_openapi.json", FIXTURES / "mcp_tools_list.json"
+
+
+def load(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def petstore() -> dict[str, Any]:
+    return from_openapi(load(PETSTORE))
+
+
+@pytest.fixture(scope="module")
+def helpdesk() -> dict[str, Any]:  # the MCP fixture: a ticketing system
+    return from_mcp(load(TOOLS), name="helpdesk", domain="support")
+
+
+def tools(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {t["name"]: t for t in spec["tools"]}
+
+
+def interfaces(schema: dict[str, Any]) -> dict[str, str]:
+    return {k: v["x-interface"] for k, v in schema.get("properties", {}).items()
+            if "x-interface" in v}
+
+
+def named_in_phrase(tool: dict[str, Any]) -> bool:
+    fields = {f for _, f, _, _ in string.Formatter().parse(tool["phrase"]) if f}
+    return fields == set(tool["parameters"].get("required", ()))
+
+
+def test_snake_case_names():
+    assert [snake(n) for n in ("getPetById", "HTTPServerError", "assign-ticket", "2fa code")] == [
+        "get_pet_by_id", "http_server_error", "assign_ticket", "x_2fa_code"]
+    assert snake("a_very_long_name " * 10, 40) == "a_very_long_name_a_very_long_name_a_very"
+
+
+@pytest.mark.parametrize("name, kind, fmt, hint, expected", [
+    (*row.split(), None)[:5] for row in (
+        "email string - - EmailAddress", "contact string email - EmailAddress",
+        "ownerPhone string - - PhoneNumber", "city string - - City", "dueDate string - - Date",
+        "since string date - Date", "createdAt string date-time - DateTime",
+        "homepage string uri - Url", "price number - - Money", "price integer - -",
+        "quantity integer - - Quantity", "quantity number - -", "name string - person PersonName",
+        "name string - -", "name string - org OrganizationName",
+        "company string - - OrganizationName", "email_id string - -", "updated string - -",
+        "full_name string - - PersonName", "pet_name string - person")])
+def test_interface_heuristics(name, kind, fmt, hint, expected):
+    assert infer_interface(name, kind, None if fmt == "-" else fmt, hint.strip("-")) == expected
+
+
+def test_openapi_fixture_tools_flags_and_parameters(petstore):
+    assert validate_spec(petstore) == petstore and petstore["name"] == "petstore_clinic"
+    found = tools(petstore)
+    reads = {"list_pets", "get_pet_by_id", "find_owner_by_email", "list_owner_pets",
+             "list_appointments", "list_vets", "get_clinic_hours"}  # the last: no operationId
+    assert set(found) == reads | {"add_pet", "delete_pet", "upload_pet_photo", "create_owner",
+                                  "update_owner_contact", "book_appointment", "pay_appointment"}
+    assert {n for n, t in found.items() if t["read_only"]} == reads
+    assert found["delete_pet"]["returns"] == {"type": "object"}  # 204: nothing to return
+    pet = found["get_pet_by_id"]["parameters"]  # path parameter via $ref, and a header
+    assert pet["additionalProperties"] is False and pet["required"] == ["pet_id"]
+    assert pet["properties"]["pet_id"]["type"] == "integer" and "x_request_id" in pet["properties"]
+    assert "authorization" not in found["delete_pet"]["parameters"]["properties"]
+    add = found["add_pet"]["parameters"]  # requestBody via $ref; readOnly id left out
+    assert list(add["properties"]) == ["name", "species", "breed", "birth_date", "owner_id",
+                                       "microchip"]
+    assert add["required"] == ["name", "species"] and "enum" in add["properties"]["species"]
+    book = found["book_appointment"]["parameters"]  # writeOnly callback_url: an input only
+    assert book["required"] == ["owner_email", "date", "reason"] and "callback_url" in book[
+        "properties"]
+    assert list(found["list_pets"]["parameters"]["properties"]) == ["species", "limit"]
+    assert list(found["upload_pet_photo"]["parameters"]["properties"]) == ["pet_id", "caption"]
+
+
+def test_openapi_returns_interfaces_and_phrases(petstore):
+    found = tools(petstore)
+    owner = found["find_owner_by_email"]
+    assert interfaces(owner["parameters"]) == {"email": "EmailAddress"}
+    assert interfaces(owner["returns"]) == {  # allOf merged
+        "name": "PersonName", "email": "EmailAddress", "phone": "PhoneNumber", "city": "City",
+        "website": "Url", "memberSince": "Date"}
+    assert set(owner["returns"]["required"]) == {"id", "name", "email", "phone", "city"}
+    appointment = found["book_appointment"]["returns"]
+    assert interfaces(appointment) == {"ownerEmail": "EmailAddress", "date": "Date",
+                                       "price": "Money", "createdAt": "DateTime"}
+    assert interfaces(appointment["properties"]["vet"]) == {"fullName": "PersonName",
+                                                            "city": "City"}
+    assert "callbackUrl" not in appointment["properties"]  # writeOnly
+    pets = found["list_pets"]["returns"]
+    assert pets["type"] == "array" and pets["maxItems"] == 20
+    assert interfaces(pets["items"]) == {"birthDate": "Date"}  # a pet's name is no PersonName
+    assert interfaces(found["pay_appointment"]["returns"]) == {
+        "amount": "Money", "currency": "CurrencyCode", "paidAt": "DateTime"}
+    text = json.dumps(petstore["tools"])  # constraints the offline world model cannot satisfy
+    assert '"pattern"' not in text and '"format"' not in text
+    assert all(named_in_phrase(t) for t in petstore["tools"])
+    assert found["find_owner_by_email"]["phrase"] == "find owner for {email}"
+    assert found["get_pet_by_id"]["phrase"] == "get pet for pet id {pet_id}"
+    assert found["book_appointment"]["phrase"] == \
+        "book appointment for {owner_email} with date {date} and reason {reason}"
+    text = "\n".join(openapi_spec(load(PETSTORE))[1])  # warnings: what was skipped
+    assert "$.paths['/appointments'].post: callbacks" in text and "file upload 'file'" in text
+    assert "oneOf of objects" in text and "/payment" in text
+
+
+def _doc(paths: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"openapi": "3.1.0", "info": {"title": "Tiny API", "version": "1"}, "paths": paths,
+            **extra}
+
+
+def test_openapi_clashes_31_types_recursion_and_max_tools():
+    ref = {"$ref": "#/components/schemas/N"}
+    get = {"responses": {"200": {"content": {"application/json": {"schema": ref}}}}}
+    doc = _doc({"/items/{id}": {"put": {
+        "parameters": [{"name": "id", "in": "path", "schema": {"type": "string"}},
+                       {"name": "note", "in": "query", "schema": {"type": ["string", "null"]}}],
+        "requestBody": {"required": True, "content": {"application/json": {"schema": {
+            "type": "object", "required": ["id", "note"],
+            "properties": {"id": {"type": "integer"}, "note": {"type": "string"},
+                           "price": {"type": "number", "exclusiveMinimum": 0}}}}}}}},
+                **{f"/nodes{i}": {"get": get} for i in range(4)}},
+               components={"schemas": {"N": {"properties": {"kids": {"items": ref}}}}})
+    spec, warnings = openapi_spec(doc, name="Tiny Shop", domain="commerce", max_tools=3)
+    assert (spec["name"], spec["domain"], len(spec["tools"])) == ("tiny_shop", "commerce", 3)
+    tool = spec["tools"][0]
+    assert tool["name"] == "put_items_by_id" and tool["read_only"] is False
+    props = tool["parameters"]["properties"]
+    assert list(props) == ["id", "note", "body_id", "body_note", "price"]  # clashes prefixed
+    assert props["note"] == {"type": "string"}
+    assert props["price"] == {"type": "number", "minimum": 0, "x-interface": "Money"}
+    assert tool["parameters"]["required"] == ["id", "body_id", "body_note"]
+    assert spec["tools"][1]["returns"]["properties"]["kids"]["items"] == {"type": "object"}
+    assert warnings[0] == "5 operations; only the first 3 imported"
+    assert warnings[1] == ("$.paths['/nodes0'].get.responses.200.content['application/json']."
+                           "schema.properties.kids.items: recursive schema "
+                           "#/components/schemas/N cut to a plain object")
+
+
+def _mcp(tools_list: Any, origin: str) -> dict[str, Any]:
+    return from_mcp(tools_list, "broken", origin=origin)
+
+
+@pytest.mark.parametrize("convert, document, message", [
+    (from_openapi, {"swagger": "2.0", "paths": {}}, "not an OpenAPI 3 document (Swagger 2.0)"),
+    (from_openapi, [1, 2], "not an OpenAPI 3 document (no 'openapi' field)"),
+    (from_openapi, {"openapi": "3.0.0", "paths": {}}, "$.paths: no operations"),
+    (from_openapi, _doc({"/pets": {"get": {"responses": {"200": {"content": {
+        "application/json": {"schema": {"$ref": "#/components/schemas/Missing"}}}}}}}}),
+     ("$.paths['/pets'].get.responses.200.content['application/json'].schema: cannot resolve "
+      "$ref '#/components/schemas/Missing'")),
+    (from_openapi, _doc({"/pets": {"get": {"parameters": [{"$ref": "other.yaml#/Limit"}]}}}),
+     "$.paths['/pets'].get.parameters[0]: cannot resolve $ref 'other.yaml#/Limit'"),
+    (_mcp, {"tools": []}, "not an MCP tools/list result"),
+    (_mcp, [{"description": "no name"}], "$.tools[0]: a tool needs a string 'name'"),
+    (_mcp, [{"name": "x", "inputSchema": {"type": "string"}}],
+     "$.tools[0] (x).inputSchema: must be an object schema"),
+    (_mcp, [{"name": "x", "inputSchema": {"properties": {"a": {"$ref": "#/$defs/A"}}}}],
+     "$.tools[0] (x).inputSchema.properties.a: cannot resolve $ref '#/$defs/A'"),
+])
+def test_errors_name_the_file_and_path(convert, document, message):
+    with pytest.raises(SpecError) as info:
+        convert(document, origin="doc.json")
+    assert str(info.value).startswith("doc.json: ") and message in str(info.value)
+
+
+def test_mcp_fixture(helpdesk):
+    assert validate_spec(helpdesk) == helpdesk and helpdesk["domain"] == "support"
+    found = tools(helpdesk)
+    assert list(found) == ["search_tickets", "get_ticket", "create_ticket", "update_ticket_status",
+                           "assign_ticket", "add_comment", "list_agents", "get_customer_by_email"]
+    assert {n for n, t in found.items() if t["read_only"]} == {  # annotations, else the verb
+        "search_tickets", "get_ticket", "list_agents", "get_customer_by_email"}
+    create = found["create_ticket"]["parameters"]
+    assert create["required"] == ["subject", "requester_email", "priority"]
+    assert interfaces(create) == {"requester_email": "EmailAddress", "requester_name": "PersonName",
+                                  "due_date": "Date"}
+    assert interfaces(create["properties"]["customer"]) == {  # $defs resolved
+        "company": "OrganizationName", "city": "City", "plan_price": "Money"}
+    assert list(found["get_ticket"]["parameters"]["properties"]) == ["ticket_id"]  # ticketId
+    ticket = found["get_ticket"]["returns"]  # person-like objects: name -> PersonName
+    assert interfaces(ticket["properties"]["requester"]) == {
+        "name": "PersonName", "email": "EmailAddress", "phone": "PhoneNumber"}
+    assert found["update_ticket_status"]["returns"] == {  # no outputSchema
+        "type": "object", "properties": {"result": {"type": "string"}}, "required": ["result"]}
+    assert all(named_in_phrase(t) for t in helpdesk["tools"])
+    listed = [{"name": "getItem", "inputSchema": {"type": "object", "properties": {}}},
+              {"name": "get_item", "description": "Fetch an item again."},
+              {"name": "archive", "annotations": {"readOnlyHint": True}}]
+    spec, warnings = mcp_spec(listed, name="Item Store")
+    assert [t["name"] for t in spec["tools"]] == ["get_item", "get_item_2", "archive"]
+    assert [t["read_only"] for t in spec["tools"]] == [True, True, True]
+    assert spec["tools"][0]["description"] == "MCP tool getItem" and not warnings
+    assert from_mcp({"jsonrpc": "2.0", "id": 1, "result": {"tools": listed}}, "item_store") == spec
+
+
+def _value(name: str, schema: dict[str, Any], world: World) -> Any:
+    """An argument for ``schema``: a World value for a tagged one, else a simple default."""
+    who = world.people[1]
+    tagged = {"PersonName": who.name, "EmailAddress": who.email, "PhoneNumber": who.phone,
+              "City": world.cities[0].name, "Date": world.date(3), "DateTime": world.at(3, 10),
+              "Url": "https://example.org/a", "Money": 12.5, "Quantity": 2, "CurrencyCode": "USD",
+              "OrganizationName": who.employer, "CountryCode": who.country,
+              "PostalCode": who.postal_code}
+    if schema.get("x-interface") or "enum" in schema:
+        return tagged[schema["x-interface"]] if "x-interface" in schema else schema["enum"][0]
+    kind = schema.get("type")
+    if kind == "object":
+        return {k: _value(k, v, world) for k, v in schema.get("properties", {}).items()}
+    if kind == "array":
+        return [_value(name, schema.get("items", {}), world)]
+    return {"integer": schema.get("minimum", 1), "number": 1.5, "boolean": True}.get(
+        str(kind), f"{name} value")
+
+
+@pytest.mark.parametrize("source", ["openapi", "mcp"])
+def test_imported_services_answer_every_tool(source, petstore, helpdesk):
+    spec = petstore if source == "openapi" else helpdesk
+    cls = service_from_spec(spec, SimulatedService)
+    service = cls(world := World(0))
+    for tool in spec["tools"]:
+        arguments = {k: _value(k, v, world) for k, v in tool["parameters"]["properties"].items()}
+        result = service.call(tool["name"], arguments)
+        assert result["success"] is True, (tool["name"], result)
+        assert result.get("simulated")  # marked as a world-model answer
+        jsonschema.validate(result["data"], cls.tool_specs()[tool["name"]].returns)
+
+
+def test_imported_openapi_service_composes_with_builtin_services(petstore):
+    imported = service_from_spec(petstore, SimulatedService)
+    composer = Composer(Registry([*Registry.default(), imported]), ComposerConfig(
+        services=(imported.name, "contacts", "email", "calendar"), min_services=2))
+    tasks = [t for seed in (0, 1) for t in composer.generate(3, seed=seed)]
+    using = [t for t in tasks if imported.name in t.services]
+    assert using, f"no task used {imported.name}; rejections {dict(composer.rejections)}"
+    assert all(len(t.services) >= 2 and any(c.name.startswith(imported.name + "__")
+                                            for c in t.solution) for t in using)
+
+
+CLI = click.Group("compoenv", commands=[import_])  # as compoenv.cli.main registers it
+
+
+def invoke(*args: Any) -> Any:
+    return CliRunner().invoke(CLI, ["import", *map(str, args)])
+
+
+def test_cli_prints_or_writes_specs_from_json_or_yaml(tmp_path):
+    result = invoke("openapi", PETSTORE, "--domain", "pets")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == from_openapi(load(PETSTORE), domain="pets")
+    assert f"warning: {PETSTORE}: $.paths['/appointments'].post: callbacks" in result.stderr
+    out = tmp_path / "specs" / "spec.json"
+    result = invoke("mcp", TOOLS, "--name", "helpdesk", "--domain", "support", "-o", out)
+    assert result.exit_code == 0 and load(out) == from_mcp(load(TOOLS), "helpdesk", "support")
+    assert result.stdout == "" and "wrote helpdesk (8 tools)" in result.stderr
+    assert invoke("mcp", TOOLS).exit_code == 2  # --name is required
+    yaml = pytest.importorskip("yaml")
+    source = tmp_path / "petstore.yaml"
+    source.write_text(yaml.safe_dump(load(PETSTORE), sort_keys=False), encoding="utf-8")
+    result = invoke("openapi", source, "--name", "pets", "-o", out)
+    assert result.exit_code == 0 and load(out) == from_openapi(load(PETSTORE), name="pets")
+
+
+def test_cli_broken_documents_fail_with_file_and_path(tmp_path):
+    broken = load(PETSTORE)
+    broken["paths"]["/pets"]["post"]["requestBody"]["content"]["application/json"]["schema"] = {
+        "$ref": "#/components/schemas/Nope"}
+    (source := tmp_path / "broken.json").write_text(json.dumps(broken), encoding="utf-8")
+    result = invoke("openapi", source)
+    assert result.exit_code == 1 and result.stdout == ""
+    assert f"{source}: $.paths['/pets'].post.requestBody" in result.stderr
+    assert "cannot resolve $ref '#/components/schemas/Nope'" in result.stderr
+    (garbled := tmp_path / "garbled.json").write_text('{"openapi": "3.0.0",', encoding="utf-8")
+    result = invoke("openapi", garbled)
+    assert result.exit_code == 1 and f"{garbled}: invalid JSON at line 1" in result.stderr
