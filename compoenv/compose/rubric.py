@@ -72,12 +72,14 @@ def build_rubric(walk: Walk, session: Session, answers: list[str]) -> list[Crite
     for service in walk.guarded:  # the branch not taken must leave its service alone
         if service in walk.services:
             continue
-        for collection, records in session.state(service).__dict__.items():
-            if isinstance(records, dict):
-                criteria.append(UnchangedCriterion(
-                    id="", service=service, collection=collection, required=False,
-                    description=f"Nothing in {service} {collection.replace('_', ' ')} was "
-                                f"changed (the other branch was not taken)"))
+        collections = [c for c, r in session.state(service).__dict__.items()
+                       if isinstance(r, dict)]
+        for collection in collections:  # together they weigh like one guard (0.5)
+            criteria.append(UnchangedCriterion(
+                id="", service=service, collection=collection, required=False,
+                weight=0.5 / len(collections),
+                description=f"Nothing in {service} {collection.replace('_', ' ')} was "
+                            f"changed (the other branch was not taken)"))
     for value in answers:
         criteria.append(AnswerCriterion(id="", value=value,
                                         description=f"The final message reports {value}"))
