@@ -277,7 +277,10 @@ def _draw_graph(tool_graph: Any, path: str, services_only: bool) -> None:
                 pos[name] = (2.0 * centre[s][0] + 0.4 * math.cos(angle[name]),
                              2.0 * centre[s][1] + 0.4 * math.sin(angle[name]))
         simple = nx.DiGraph(g)
-        nx.draw_networkx_edges(simple, pos, ax=ax, width=0.6, alpha=0.2, arrowsize=7,
+        many = simple.number_of_edges() > 2000  # arrows are one patch each: lines for big graphs
+        arrows = {"arrows": False} if many else {"arrows": True, "arrowsize": 7}
+        nx.draw_networkx_edges(simple, pos, ax=ax, width=0.3 if many else 0.6,
+                               alpha=0.08 if many else 0.2, **arrows,
                                edge_color=[colour[g.nodes[u]["service"]] for u, _ in simple.edges])
         for read_only, shape in ((True, "o"), (False, "s")):
             nodes = [n for n, d in g.nodes(data=True) if d["read_only"] is read_only]

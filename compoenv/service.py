@@ -199,10 +199,11 @@ class ToolSpec:
             where = ".".join(str(p) for p in err.path)
             if err.validator == "required":
                 problems.append(f"missing required argument {err.message.split(chr(39))[1]!r}")
-            elif err.validator == "additionalProperties":
-                allowed = ", ".join(self.parameters.get("properties", {})) or "none"
-                problems.append(f"unexpected argument(s): {err.message.split('(')[-1][:-1]} "
-                                f"(expected: {allowed})")
+            elif err.validator == "additionalProperties" and isinstance(err.instance, dict):
+                known = self.parameters.get("properties", {})
+                allowed = ", ".join(known) or "none"
+                problems += [f"unexpected argument {extra!r} (expected: {allowed})"
+                             for extra in err.instance if extra not in known]
             else:
                 message = err.message if len(err.message) <= 160 else err.message[:157] + "..."
                 problems.append(f"argument {where or 'arguments'!r}: {message}")

@@ -730,3 +730,19 @@ def test_entities_are_immutable_so_shared_records_cannot_be_edited_in_place():
     address = Address(street="1 Oak Street", city="Oslo", postal_code="12345", country="NO")
     with pytest.raises(ValidationError, match="frozen"):
         address.city = "Rome"
+
+
+def test_a_tool_marked_simulated_is_answered_by_the_world_model_even_if_implemented(world):
+    class Quotes(Service):
+        """Quotes of the day."""
+
+        name = "quotes_sim"
+
+        @tool(read_only=True, simulated=True, phrase="get a quote about {topic}")
+        def quote(self, topic: str) -> dict[str, str]:
+            """A quote about a topic."""
+            return {"text": "never used"}
+
+    result = Quotes(world).call("quote", {"topic": "rain"})
+    assert result["success"] and result["simulated"] == "offline"
+    assert result["data"] != {"text": "never used"}

@@ -131,7 +131,7 @@ def fan_out(walker: Walker, index: int) -> None:
     edges = [e for e in fan_edges(walker.graph, step.spec)
              if e.target not in walker.used and walker._allowed(e.target)]
     walker.rng.shuffle(edges)
-    for edge in edges[:4]:
+    for edge in edges[:12]:
         first_item = _item_bindings(walker, index, edge, 0)
         if first_item is None or any(b.source is None and b.interface in _PERSONAL
                                      for b in first_item):

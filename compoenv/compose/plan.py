@@ -13,7 +13,7 @@ from compoenv.compose.walk import Rejected, Walk, Walker
 __all__ = ["Plan", "choose_plan", "realize"]
 
 _SHAPES = ("sequential", "aggregation", "fan-out")
-_WEIGHTS = {"sequential": 1.0, "aggregation": 1.3, "fan-out": 1.7}
+_WEIGHTS = {"sequential": 1.0, "aggregation": 1.2, "fan-out": 2.6}
 
 
 @dataclass(frozen=True, slots=True)

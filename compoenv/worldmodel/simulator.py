@@ -18,7 +18,8 @@ _CACHE_SIZE = 50_000
 
 
 def request_key(spec: ToolSpec, arguments: dict[str, Any], version: str) -> str:
-    """``<tool>|<canonical arguments>|<state version>``: the cache and recording key."""
+    """``<tool>|<canonical arguments>|<world/state version>``: the cache and recording key
+    (the world is part of it: one process composes in many worlds)."""
     canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
     return f"{spec.qualified_name}|{canonical}|{version}"
 
@@ -57,7 +58,7 @@ class Simulator:
     def answer(self, service: Service, spec: ToolSpec, arguments: dict[str, Any]) -> ToolAnswer:
         """The answer (its patch applied); raises ToolError when nothing valid came. Its
         ``source`` says who answered: the model, "recorded", or a fallback and why."""
-        key = request_key(spec, arguments, _version(service))
+        key = request_key(spec, arguments, f"{service.world.seed}/{_version(service)}")
         answer = self._lookup(key)
         if answer is None:
             answer = self._ask(service, spec, arguments, key)
