@@ -10,10 +10,12 @@ import math
 from typing import Any, Callable
 
 from compoenv.compose.render import noun, phrase, reference, words
+from compoenv.compose.values import can_state
 from compoenv.compose.walk import Binding, Rejected, Segment, Walker, _bind, _Value
 from compoenv.graph import Edge
 from compoenv.schema import Slot, extract
 from compoenv.service import ToolSpec
+from compoenv.world import World
 
 __all__ = ["MOTIFS", "returns_list", "fans_out", "fan_edges", "aggregate", "fan_out", "branch", "as_house_rule"]
 
@@ -24,6 +26,7 @@ _ORDERED = frozenset({"Money", "DurationMinutes", "Quantity", "Temperature", "Pe
                       "Date", "DateTime"})
 _PERSONAL = frozenset({"PersonName", "EmailAddress", "PhoneNumber", "JobTitle",
                        "OrganizationName"})
+_WORLD = World(0)  # for static checks only: which values a user could state at all
 _COMPARABLE = frozenset({"Money", "Temperature", "Percentage", "DurationMinutes", "Quantity"})
 
 
@@ -53,7 +56,12 @@ def _fan_edges(graph: Any, spec: ToolSpec) -> list[Edge]:
             continue
         needs = {s.interface for s in target.inputs
                  if s.required and len(s.path) == 1 and s.path[0] != edge.param}
-        if not (needs & _PERSONAL) - item:
+        props = target.parameters.get("properties", {})
+        # every other required value must come from the item or be statable once for all
+        stated = [p for p in target.parameters.get("required", ())
+                  if p != edge.param and props.get(p, {}).get("x-interface") not in item]
+        if not (needs & _PERSONAL) - item and all(
+                can_state(p, props.get(p, {}), _WORLD) for p in stated):
             edges.append(edge)
     return edges
 
@@ -111,7 +119,7 @@ def aggregate(walker: Walker, index: int, report: bool) -> None:
             value = extract(items[pick], slot.path[1:])[0]
             walker.walk.report = Binding("answer", value, index, (f"#{pick}",) + slot.path[1:],
                                          slot.interface)
-            walker.walk.report_text = f"Tell me its {field}."
+            walker.walk.report_text = f"Tell me the {field} of that {kind}."
         walker.walk.motifs.append("aggregation")
         return
     raise Rejected("no_aggregate")

@@ -13,7 +13,7 @@ from compoenv.compose.walk import Rejected, Walk, Walker
 __all__ = ["Plan", "choose_plan", "realize"]
 
 _SHAPES = ("sequential", "aggregation", "fan-out")
-_WEIGHTS = {"sequential": 1.0, "aggregation": 1.2, "fan-out": 2.6}
+_WEIGHTS = {"sequential": 1.0, "aggregation": 0.5, "fan-out": 3.0}
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +64,10 @@ def realize(plan: Plan, walker: Walker, max_hops: int) -> Walk:
     room = plan.hops - (1 if plan.constraint else 0)  # the branch adds the last call
     if plan.shape == "fan-out":
         walker.start(accept=fans_out(walker.graph), items=(2, max(2, max_hops - 1)))
-        fan_out(walker, 0)
+        try:
+            fan_out(walker, 0)
+        except Rejected:  # no write fits every item: pick one item instead of dropping the seed
+            aggregate(walker, 0, report=False)
     elif plan.shape == "aggregation" and not plan.report_aggregate:
         walker.start(accept=returns_list, items=(2, 100))
         aggregate(walker, 0, report=False)

@@ -13,7 +13,8 @@ from compoenv.schema import Slot, compact_schema, extract, interface_slots
 from compoenv.service import Service, ToolSpec
 from compoenv.world import Person, World
 
-__all__ = ["MISSING", "record_arguments", "record_value", "fresh_value", "fresh_arguments"]
+__all__ = ["MISSING", "record_arguments", "record_value", "fresh_value", "fresh_arguments",
+           "can_state"]
 
 MISSING: Any = object()
 
@@ -176,3 +177,8 @@ def fresh_arguments(spec: ToolSpec, world: World, rng: random.Random) -> dict[st
             return None
         args[param] = value
     return args
+
+
+def can_state(param: str, schema: dict[str, Any], world: World) -> bool:
+    """Whether ``fresh_value`` can invent a value for this parameter (checked once per tool)."""
+    return fresh_value(param, schema, world, random.Random(0), world.people[1]) is not MISSING

@@ -177,6 +177,10 @@ def _bind(spec: ToolSpec, edge: Edge, value: _Value, available: list[_Value],
     return bindings
 
 
+def _as_list_path(path: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple("*" if p[:1] == "#" else p for p in path)
+
+
 def _single_result(spec: ToolSpec) -> bool:
     """The tool returns one thing, not a list (lists need a motif to count or pick)."""
     single = _SINGLE.get(spec.qualified_name)
@@ -359,7 +363,9 @@ class Walker:
 
     def _options(self, source: int) -> list[tuple[Edge, _Value]]:
         spec = self.walk.steps[source].spec
-        values = {(v.slot.interface, v.slot.path): v for v in self.available if v.step == source}
+        # a picked list item ("#3", "email") answers the graph's list edges ("*", "email")
+        values = {(v.slot.interface, _as_list_path(v.slot.path)): v
+                  for v in self.available if v.step == source}
         return [(e, values[(e.interface, e.path)]) for e in self.graph.out_edges(
                 spec.qualified_name)
                 if (e.interface, e.path) in values and e.target not in self.used
