@@ -104,3 +104,17 @@ def test_spec_tools_join_the_graph_and_composed_tasks():
     assert using, "no composed task uses a spec-only service"
     for t in using[:10]:
         assert replay(t).score == 1.0
+
+
+def test_offline_answers_to_schemas_it_cannot_build_for_are_still_checked():
+    from compoenv.worldmodel import service_from_spec, validate_spec
+
+    spec = validate_spec({
+        "name": "codes", "domain": "testing", "description": "Codes with a strict pattern.",
+        "tools": [{"name": "get_code", "description": "Get a code.", "read_only": True,
+                   "phrase": "get a code", "parameters": {"type": "object", "properties": {}},
+                   "returns": {"type": "object", "required": ["code"], "properties": {
+                       "code": {"type": "string", "pattern": "^Z{12}$"}}}}]})
+    result = service_from_spec(spec, SimulatedService).create(World.get(0)).call("get_code", {})
+    assert result["success"] is False and result["error"]["code"] == 500
+    assert "invalid_output" in result["error"]["message"]

@@ -182,6 +182,7 @@ class OfflineWorldModel:
     """The default backend: deterministic answers, consistent with earlier writes."""
 
     name = "offline"
+    valid_by_construction = True
 
     def answer(self, request: ToolRequest) -> ToolAnswer:
         spec, maker = request.spec, _Maker(request)
