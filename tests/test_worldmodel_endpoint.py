@@ -18,18 +18,16 @@ import pytest
 pytest.importorskip("openai")
 
 from chat_server import ChatServer  # tests/ is on sys.path: see chat_server.py
+from notes_spec import Notes
 
 from compoenv.llm import ChatClient, EndpointConfig
 from compoenv.service import Service
 from compoenv.world import World
 from compoenv.worldmodel import (
     OfflineWorldModel,
-    SimulatedService,
     Simulator,
     ToolRequest,
     WorldModelError,
-    service_from_spec,
-    validate_spec,
 )
 from compoenv.worldmodel import config as wm_config
 from compoenv.worldmodel.endpoint import (
@@ -38,21 +36,6 @@ from compoenv.worldmodel.endpoint import (
     response_schema,
 )
 
-_NOTE = {"type": "object", "required": ["id", "title", "body"],
-         "properties": {"id": {"type": "string"}, "title": {"type": "string"},
-                        "body": {"type": "string", "x-interface": "Text"}}}
-SPEC = validate_spec({
-    "name": "notes", "domain": "productivity", "description": "A simple notes app for tests.",
-    "tools": [
-        {"name": "create_note", "description": "Create a note.", "read_only": False,
-         "parameters": {"type": "object", "required": ["title", "body"], "properties": {
-             "title": {"type": "string"}, "body": {"type": "string"}}},
-         "returns": _NOTE},
-        {"name": "list_notes", "description": "List the user's notes.", "read_only": True,
-         "parameters": {"type": "object", "properties": {}},
-         "returns": {"type": "array", "maxItems": 8, "items": _NOTE}},
-    ]})
-Notes = service_from_spec(SPEC, SimulatedService)
 MODEL = "sim-model"
 _RECORDS = re.compile(r"^Stored records: (.*)$", re.MULTILINE)
 

@@ -18,35 +18,18 @@ pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
 
 import torch
+from notes_spec import Notes
 from tiny_lm import tiny_lm_path
 
 from compoenv.world import World
 from compoenv.worldmodel import (
     OfflineWorldModel,
-    SimulatedService,
     Simulator,
     ToolRequest,
     WorldModelError,
-    service_from_spec,
-    validate_spec,
 )
 from compoenv.worldmodel import config as wm_config
 from compoenv.worldmodel.local import TransformersWorldModel, extract_json
-
-_NOTE = {"type": "object", "required": ["id", "title", "body"],
-         "properties": {"id": {"type": "string"}, "title": {"type": "string"},
-                        "body": {"type": "string"}}}
-Notes = service_from_spec(validate_spec({
-    "name": "notes", "domain": "productivity", "description": "A simple notes app for tests.",
-    "tools": [
-        {"name": "create_note", "description": "Create a note.", "read_only": False,
-         "parameters": {"type": "object", "required": ["title", "body"], "properties": {
-             "title": {"type": "string"}, "body": {"type": "string"}}},
-         "returns": _NOTE},
-        {"name": "list_notes", "description": "List the user's notes.", "read_only": True,
-         "parameters": {"type": "object", "properties": {}},
-         "returns": {"type": "array", "maxItems": 8, "items": _NOTE}},
-    ]}), SimulatedService)
 
 
 def request_for(tool: str, args: dict[str, Any]) -> ToolRequest:
