@@ -42,6 +42,7 @@ def demo(num: int, seed: int, mode: str, min_hops: int, max_hops: int, world_mod
     from compoenv.env import CompoWorldEnv
     from compoenv.rollout import run_episode
 
+    _check_world_model(world_model)
     start = time.perf_counter()
     composer = Composer(config=ComposerConfig(min_hops=min_hops, max_hops=max_hops,
                                               world_model=world_model))
@@ -149,9 +150,23 @@ def generate(num: int, seed: int, min_hops: int, max_hops: int, min_services: in
         Console().print(_summary_table(summary))
 
 
+def _check_world_model(spec: str | None) -> None:
+    """Fail early, as a usage error, on a world model that cannot be built."""
+    if spec in (None, "", "offline"):
+        return
+    from compoenv.worldmodel.config import world_model_from
+
+    try:
+        world_model_from(spec)
+    except (ValueError, ImportError) as exc:
+        raise click.BadParameter(str(exc), param_hint="'--world-model'") from None
+
+
 def _composer_config(**flags: Any) -> Any:
     """A ComposerConfig from CLI flags; flags left unset keep the config's defaults."""
     from compoenv.compose import ComposerConfig
+
+    _check_world_model(flags.get("world_model"))
 
     motifs = flags.pop("motifs")
     if motifs is not None:

@@ -46,3 +46,10 @@ def test_services_and_graph_commands():
     assert services.exit_code == 0 and "contacts" in services.output
     graph = runner.invoke(main, ["graph"])
     assert graph.exit_code == 0 and json.loads(graph.output)["edges"] > 0
+
+
+def test_a_world_model_that_cannot_be_built_is_a_usage_error(monkeypatch):
+    monkeypatch.delenv("COMPOENV_LLM_BASE_URL", raising=False)
+    for command in (["demo", "--tasks", "1"], ["generate", "--num", "1", "-o", "/dev/null"]):
+        result = CliRunner().invoke(main, [*command, "--world-model", "endpoint"])
+        assert result.exit_code == 2 and "COMPOENV_LLM_BASE_URL" in result.output
