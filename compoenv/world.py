@@ -184,6 +184,13 @@ class World:
         """The person the agent works for: owner of the inbox, the accounts, the calendar."""
         return self.people[0]
 
+    def circle(self, rng: random.Random, others: int) -> list[Person]:
+        """The people the user deals with: their colleagues, then ``others`` people drawn with
+        ``rng`` from everyone else (senders of mail, attendees of meetings)."""
+        colleagues = [p for p in self.people[1:] if p.employer == self.user.employer]
+        rest = [p for p in self.people[1:] if p not in colleagues]
+        return colleagues + rng.sample(rest, others)
+
     @cached_property
     def _people_by_name(self) -> dict[str, Person]:
         return {p.name.lower(): p for p in self.people}

@@ -40,8 +40,7 @@ class Calendar(Service):
     def seed(self, world: World) -> Calendar.State:
         rng = world.rng(self.name)
         me = world.user
-        colleagues = [p for p in world.people[1:] if p.employer == me.employer]
-        circle = colleagues + rng.sample([p for p in world.people[1:] if p not in colleagues], 25)
+        circle = world.circle(rng, 25)
         trip_city = rng.choice([c.name for c in world.cities if c.name != me.city])
         drafts: list[Event] = []
         while len(drafts) < 30:

@@ -51,8 +51,7 @@ class Email(Service):
     def seed(self, world: World) -> Email.State:
         rng = world.rng(self.name)
         me = world.user
-        colleagues = [p for p in world.people[1:] if p.employer == me.employer]
-        circle = colleagues + rng.sample([p for p in world.people[1:] if p not in colleagues], 20)
+        circle = world.circle(rng, 20)
         drafts = []
         for _ in range(40):
             p = rng.choice(circle)
