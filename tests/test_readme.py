@@ -21,6 +21,6 @@ def test_readme_gives_the_ci_test_command():
     steps = ['pip install -e ".[test]" -c constraints.txt', "pip install --no-deps openrlhf==0.11.2",
              "python -m pytest"]
     assert " && ".join(steps) in README.read_text()
-    ci_steps = [line.removeprefix("python -m ").replace(" -q", "") for line in ci.splitlines()
-                if line.startswith("python -m ")]
-    assert ci_steps == steps
+    ci_steps = [line.replace(" -q", "").replace(" -p no:cacheprovider", "")
+                for line in ci.splitlines() if line.startswith("python -m ")]
+    assert ci_steps == ["python -m " + step.removeprefix("python -m ") for step in steps]
