@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 import networkx as nx
@@ -23,9 +23,13 @@ class Edge:
     path: tuple[str, ...]
     param: str
 
-    @property
-    def cross_service(self) -> bool:
-        return self.source.split("__", 1)[0] != self.target.split("__", 1)[0]
+    target_service: str = field(init=False, repr=False, compare=False)
+    cross_service: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        service = self.target.split("__", 1)[0]
+        object.__setattr__(self, "target_service", service)
+        object.__setattr__(self, "cross_service", self.source.split("__", 1)[0] != service)
 
 
 class ToolGraph:

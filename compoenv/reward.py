@@ -107,7 +107,9 @@ def record_dict(record: Any) -> dict[str, Any]:
 
 def _records(session: Session, service: str, collection: str, initial: bool = False) -> dict:
     state = session.initial_state(service) if initial else session.state(service)
-    value = getattr(state, collection, None)
+    value = state.collections().get(collection)
+    if value is None:  # a whole container, such as a simulated service's records
+        value = getattr(state, collection, None)
     return value if isinstance(value, dict) else {}
 
 

@@ -135,4 +135,8 @@ def validator_for(schema: dict[str, Any]) -> Any:
 
 
 def is_valid(value: Any, schema: dict[str, Any]) -> bool:
-    return bool(validator_for(schema).is_valid(value))
+    """Draft 2020-12 validity: a compiled check where the schema allows one, else jsonschema."""
+    from compoenv.schema_check import check_for
+
+    check = check_for(schema)
+    return check(value) if check is not None else bool(validator_for(schema).is_valid(value))

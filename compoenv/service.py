@@ -12,7 +12,7 @@ from typing import Any, Callable, ClassVar, Mapping, TypeVar, TypedDict, get_typ
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
 from compoenv._cache import SharedCache
-from compoenv.schema import Slot, brief, compact_schema, interface_slots
+from compoenv.schema import Slot, brief, compact_schema, interface_slots, is_valid
 from compoenv.world import World
 
 __all__ = [
@@ -95,6 +95,11 @@ class State(BaseModel):
     def digest(self) -> str:
         return hashlib.sha256(self.model_dump_json().encode()).hexdigest()
 
+    def collections(self) -> dict[str, dict[str, Any]]:
+        """The state's record collections by name (its dict-valued fields); rubrics grade
+        writes per collection."""
+        return {k: v for k, v in self.__dict__.items() if isinstance(v, dict)}
+
     def fork(self) -> State:
         """A copy safe to write: containers are new, frozen records (entities) are shared, and
         anything mutable is copied deeply."""
@@ -169,10 +174,14 @@ class ToolSpec:
     inputs: tuple[Slot, ...] = field(default=(), compare=False)
     outputs: tuple[Slot, ...] = field(default=(), compare=False)
     validator: Any = field(default=None, repr=False, compare=False)  # jsonschema, spec tools
+    _qualified: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_qualified", qualified_name(self.service, self.name))
 
     @property
     def qualified_name(self) -> str:
-        return qualified_name(self.service, self.name)
+        return self._qualified
 
     def to_openai(self) -> dict[str, Any]:
         """The tool in OpenAI function-calling format."""
@@ -194,6 +203,8 @@ class ToolSpec:
 
     def _validate_json(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Validation by JSON schema (spec-only tools), with the same kind of messages."""
+        if is_valid(arguments, self.parameters):
+            return dict(arguments)
         problems = []
         for err in sorted(self.validator.iter_errors(arguments), key=lambda e: list(e.path))[:8]:
             where = ".".join(str(p) for p in err.path)
@@ -385,4 +396,4 @@ class Service:
 
 
 _SPECS: dict[type[Service], dict[str, ToolSpec]] = {}
-_SEEDED: SharedCache[tuple[type, int, Any], State] = SharedCache(maxsize=1024)
+_SEEDED: SharedCache[tuple[type, int, Any], State] = SharedCache(maxsize=2048)

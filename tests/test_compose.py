@@ -135,12 +135,14 @@ def test_walk_verifier_rejects_intermediate_leak_and_ambiguous_grounding(task):
 def test_a_wrong_argument_in_the_solution_fails_a_criterion(tasks50):
     checked = 0
     for t in tasks50:
-        last = t.solution[-1]
         if not any(c.kind == "state" for c in t.rubric):
             continue
-        key, value = next((k, v) for k, v in last.arguments.items() if isinstance(v, str))
-        wrong = [*t.solution[:-1], Call(name=last.name, arguments={**last.arguments,
-                                                                   key: value + "x"})]
+        i, key, value = next((i, k, v) for i in range(len(t.solution) - 1, -1, -1)
+                             for k, v in t.solution[i].arguments.items() if isinstance(v, str))
+        call = t.solution[i]
+        wrong = [*t.solution[:i], Call(name=call.name, arguments={**call.arguments,
+                                                                  key: value + "x"}),
+                 *t.solution[i + 1:]]
         result = replay(t.model_copy(update={"solution": wrong}))
         assert result.score < 1.0, t.id
         checked += 1

@@ -72,6 +72,20 @@ def test_writes_are_read_back_by_list_tools_of_the_same_collection(cls):
         assert checked >= 1
 
 
+def test_a_second_write_into_a_collection_leaves_earlier_copies_of_the_state_alone():
+    world = World.get(0)
+    cls = REGISTRY.get("crm")
+    write = next(s for s in cls.tool_specs().values() if s.name == "create_deal")
+    service = cls.create(world)
+    assert service.call(write.name, example_arguments(write, world, seed=1))["success"]
+    before = dict(service.state.records)  # a shallow copy, as the composer's snapshot takes
+    forked = service.state.fork()
+    assert service.call(write.name, example_arguments(write, world, seed=2))["success"]
+    after = dict(service.state.records)
+    assert before != after  # the composer's "did this write change anything?" test sees it
+    assert forked.records == before
+
+
 def _fits(value, schema) -> bool:
     try:
         jsonschema.validate(value, schema)

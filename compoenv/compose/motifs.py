@@ -34,7 +34,9 @@ def returns_list(spec: ToolSpec) -> bool:
     """The tool returns a list of entities (something to count, sum, pick from or fan out)."""
     name = spec.qualified_name
     if name not in _LISTS:
-        _LISTS[name] = any(s.path == ("*",) and s.kind == "object" for s in spec.outputs)
+        items = spec.returns.get("items") if spec.returns.get("type") == "array" else None
+        _LISTS[name] = (isinstance(items, dict) and items.get("type") == "object") or any(
+            s.path == ("*",) and s.kind == "object" for s in spec.outputs)
     return _LISTS[name]
 
 
@@ -68,7 +70,9 @@ def _fan_edges(graph: Any, spec: ToolSpec) -> list[Edge]:
 
 def fans_out(graph: Any) -> Callable[[ToolSpec], bool]:
     """A filter for list tools whose items can each feed some write (fan-out starts)."""
-    return lambda spec: returns_list(spec) and bool(fan_edges(graph, spec))
+    # one function object per graph: walks memoize their start tools by filter
+    return graph.memo("fans_out", lambda: lambda spec: returns_list(spec)
+                      and bool(fan_edges(graph, spec)))
 
 
 def _item_fields(spec: ToolSpec, kinds: frozenset[str]) -> list[Slot]:
@@ -200,9 +204,12 @@ def branch(walker: Walker) -> None:
     The threshold is placed so that either side may hold; only the side that holds runs.
     """
     rng = walker.rng
+    # a number the user stated (echoed back by a record) would give the comparison away
+    stated = {b.value for s in walker.walk.steps for b in s.bindings
+              if b.source is None and isinstance(b.value, (int, float))}
     numbers = [v for v in walker.available
                if v.slot.interface in _COMPARABLE and isinstance(v.value, (int, float))
-               and not isinstance(v.value, bool) and v.value != 0]
+               and not isinstance(v.value, bool) and v.value != 0 and v.value not in stated]
     rng.shuffle(numbers)
     for value in numbers[:4]:
         source = walker.walk.steps[value.step].spec.service
@@ -235,12 +242,14 @@ def _writes_avoiding(walker: Walker, service: str) -> list[tuple[ToolSpec, list[
     """Two bindable writes in services other than ``service``, fed by the walk's values."""
     found: list[tuple[ToolSpec, list[Binding]]] = []
     seen: set[str] = set()
+    specs = walker.graph.specs
     candidates = [(e, v) for source in range(len(walker.walk.steps))
-                  for e, v in walker._options(source)]
+                  for e, v in walker._options(source)
+                  if not specs[e.target].read_only and e.target_service != service]
     walker.rng.shuffle(candidates)
     for edge, value in candidates:
-        spec = walker.graph.specs[edge.target]
-        if spec.read_only or spec.service == service or edge.target in seen:
+        spec = specs[edge.target]
+        if edge.target in seen:
             continue
         bindings = _bind(spec, edge, value, walker.available, walker.session, walker.rng)
         if bindings is not None:

@@ -13,7 +13,7 @@ from compoenv.compose.walk import Rejected, Walk, Walker
 __all__ = ["Plan", "choose_plan", "realize"]
 
 _SHAPES = ("sequential", "aggregation", "fan-out")
-_WEIGHTS = {"sequential": 1.0, "aggregation": 0.5, "fan-out": 3.0}
+_WEIGHTS = {"sequential": 1.0, "aggregation": 1.0, "fan-out": 1.0}
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,10 +42,10 @@ def choose_plan(rng: random.Random, motifs: tuple[str, ...], min_hops: int,
     shapes = [s for s in _SHAPES if s == "sequential" or s in motifs]
     if max_hops < 3 and "fan-out" in shapes:  # a list and at least two writes
         shapes.remove("fan-out")
-    # list motifs fail more often on a given seed than chains: plan them more often, so that
-    # published sets carry each motif in well over 10% of tasks
     shape = rng.choices(shapes, [_WEIGHTS[s] for s in shapes])[0]
-    constraint = "cross-service-constraint" in motifs and max_hops >= 2 and rng.random() < 0.45
+    # a fan-out needs a list and two writes before the branch's own write
+    constraint = ("cross-service-constraint" in motifs and rng.random() < 0.45
+                  and max_hops >= (4 if shape == "fan-out" else 2))
     return Plan(
         shape=shape, hops=rng.randint(min_hops, max_hops),
         report_aggregate=shape == "aggregation" and rng.random() < 0.5,
@@ -63,7 +63,8 @@ def realize(plan: Plan, walker: Walker, max_hops: int) -> Walk:
     steps = walker.walk.steps
     room = plan.hops - (1 if plan.constraint else 0)  # the branch adds the last call
     if plan.shape == "fan-out":
-        walker.start(accept=fans_out(walker.graph), items=(2, max(2, max_hops - 1)))
+        most = max_hops - 1 - (1 if plan.constraint else 0)  # the list call, the branch
+        walker.start(accept=fans_out(walker.graph), items=(2, max(2, most)))
         try:
             fan_out(walker, 0)
         except Rejected:  # no write fits every item: pick one item instead of dropping the seed

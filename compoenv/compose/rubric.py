@@ -29,12 +29,10 @@ def _summary(match: dict[str, Any], limit: int = 4) -> str:
 
 
 def _state_criteria(service: str, session: Session) -> list[Criterion]:
-    before_state, after_state = session.initial_state(service), session.state(service)
+    before_all = session.initial_state(service).collections()
     out: list[Criterion] = []
-    for collection, after in after_state.__dict__.items():
-        before = getattr(before_state, collection)
-        if not isinstance(after, dict):
-            continue
+    for collection, after in session.state(service).collections().items():
+        before = before_all.get(collection, {})
         noun = collection.rstrip("s").replace("_", " ")
         created = [k for k in after if k not in before]
         modified = [k for k in after

@@ -68,11 +68,24 @@ def _entity_slots(model: type[BaseModel]) -> tuple[Slot, ...]:
 
 
 def _records(service: Service) -> list[BaseModel]:
+    """Every typed record in the service's state (listed once per seeded state: walks start
+    on states still shared with the seed)."""
+    state = service.state
+    hit = _RECORDS.get(id(state))
+    if hit is not None and hit[0] is state:
+        return hit[1]
     out: list[BaseModel] = []
-    for value in service.state.__dict__.values():
+    for value in state.__dict__.values():
         if isinstance(value, dict):
             out.extend(v for v in value.values() if isinstance(v, BaseModel))
+    if service._shared:  # a seeded state never changes; an owned one may
+        if len(_RECORDS) >= 4096:
+            _RECORDS.clear()
+        _RECORDS[id(state)] = (state, out)
     return out
+
+
+_RECORDS: dict[int, tuple[Any, list[BaseModel]]] = {}
 
 
 def _name_score(param: str, path: tuple[str, ...]) -> int:

@@ -35,10 +35,14 @@ def replay_simulator(task: Task) -> Any:
     return Simulator(OfflineWorldModel(), recorded=answers)
 
 
+def _session(task: Task, registry: Registry | None) -> Session:
+    return Session.for_names(task.services + task.distractors, World.get(task.seed), registry,
+                             replay_simulator(task))
+
+
 def replay(task: Task, calls: bool = True, registry: Registry | None = None) -> RubricResult:
     """Score the task's solution (or, with ``calls=False``, an empty run) on a fresh World."""
-    session = Session.for_names(task.services + task.distractors, World.get(task.seed), registry,
-                                replay_simulator(task))
+    session = _session(task, registry)
     message = ""
     if calls:
         for call in task.solution:
@@ -48,18 +52,27 @@ def replay(task: Task, calls: bool = True, registry: Registry | None = None) -> 
 
 
 def verify_task(task: Task, registry: Registry | None = None) -> None:
-    """Checks that need only the task: oracle scores 1.0, an empty run fails every required
-    criterion, no answer is given away by the instruction, and a solution with one wrong
+    """Checks that need only the task: no answer is given away by the instruction, oracle
+    scores 1.0, an empty run fails every required criterion, and a solution with one wrong
     argument scores below 1.0.
 
     Raises:
-        Rejected: with the reason (``oracle_fails``, ``trivial``, ``no_required``, ``leak``,
+        Rejected: with the reason (``leak``, ``no_required``, ``oracle_fails``, ``trivial``,
             ``insensitive``).
     """
-    required = [c for c in task.rubric if c.required]
-    if not required:
+    text = task.instruction.casefold()
+    for value in task.answer:
+        if value.casefold() in text:
+            raise Rejected("leak", f"answer {value!r} appears in the instruction")
+    if not any(c.required for c in task.rubric):
         raise Rejected("no_required")
-    oracle = replay(task, registry=registry)
+    wrong = _one_wrong_argument(task)
+    session, point = _session(task, registry), None
+    for i, call in enumerate(task.solution):
+        if wrong is not None and i == wrong[0]:
+            point = session.checkpoint()  # the wrong run shares every call before this one
+        session.call(call.name, call.arguments)
+    oracle = score_rubric(task.rubric, Outcome(session, oracle_message(task)))
     if oracle.score < 1.0:
         failed = [c.description for c in oracle.criteria if not c.passed]
         raise Rejected("oracle_fails", "; ".join(failed[:3]))
@@ -67,24 +80,22 @@ def verify_task(task: Task, registry: Registry | None = None) -> None:
     passed = [c.id for c in empty.criteria if c.required and c.passed]
     if passed:
         raise Rejected("trivial", f"an empty run passes {passed}")
-    text = task.instruction.casefold()
-    for value in task.answer:
-        if value.casefold() in text:
-            raise Rejected("leak", f"answer {value!r} appears in the instruction")
-    wrong = _one_wrong_argument(task)
-    if wrong is not None and replay(wrong, registry=registry).score >= 1.0:
-        raise Rejected("insensitive", "a solution with a wrong argument still scores 1.0")
+    if wrong is not None and point is not None:
+        session.rollback(point)
+        index, changed = wrong
+        for call in [changed, *task.solution[index + 1:]]:
+            session.call(call.name, call.arguments)
+        if score_rubric(task.rubric, Outcome(session, oracle_message(task))).score >= 1.0:
+            raise Rejected("insensitive", "a solution with a wrong argument still scores 1.0")
 
 
-def _one_wrong_argument(task: Task) -> Task | None:
-    """The task with the last string argument of its solution changed, if it has one."""
+def _one_wrong_argument(task: Task) -> tuple[int, Call] | None:
+    """The last string argument of the solution changed: (call index, changed call)."""
     for i in range(len(task.solution) - 1, -1, -1):
         call = task.solution[i]
         for key, value in call.arguments.items():
             if isinstance(value, str) and value:
-                changed = Call(name=call.name, arguments={**call.arguments, key: value + "x"})
-                solution = [*task.solution[:i], changed, *task.solution[i + 1:]]
-                return task.model_copy(update={"solution": solution})
+                return i, Call(name=call.name, arguments={**call.arguments, key: value + "x"})
     return None
 
 

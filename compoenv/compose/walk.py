@@ -11,7 +11,7 @@ from compoenv.compose.values import (
 )
 from compoenv.graph import Edge, ToolGraph
 from compoenv.interfaces import STATABLE
-from compoenv.schema import Slot, extract
+from compoenv.schema import Slot, extract, is_valid
 from compoenv.service import ToolSpec
 from compoenv.session import Session
 
@@ -126,6 +126,18 @@ def _looks_up_again(source: ToolSpec, target: ToolSpec) -> bool:
     return target.read_only and kind is not None and kind == _entity_kind(target)
 
 
+def _feeds(graph: ToolGraph, spec: ToolSpec, accept: Callable[[ToolSpec], bool] | None,
+           ) -> dict[tuple[str, tuple[str, ...]], list[Edge]]:
+    """``spec``'s out-edges into tools ``accept`` takes, by the output they read, minus
+    repeated lookups."""
+    by_output: dict[tuple[str, tuple[str, ...]], list[Edge]] = {}
+    for edge in graph.out_edges(spec.qualified_name):
+        target = graph.specs[edge.target]
+        if not _looks_up_again(spec, target) and (accept is None or accept(target)):
+            by_output.setdefault((edge.interface, edge.path), []).append(edge)
+    return by_output
+
+
 def _snapshot(state: Any) -> dict[str, Any]:
     """Cheap view of a state for change detection: containers copied, records shared."""
     return {k: dict(v) if isinstance(v, dict) else v for k, v in state.__dict__.items()}
@@ -146,15 +158,18 @@ def _bind(spec: ToolSpec, edge: Edge, value: _Value, available: list[_Value],
     # A write keyed by an entity's id takes its new values from the user, not from the same
     # entity (moving an event to its own start time would change nothing).
     rewrites = not spec.read_only and edge.interface.endswith("Id")
+    if not _accepts(props, edge.param, value.value):
+        return None  # a refund of -12.50 where amounts are positive: the call would be a 400
     bindings = [Binding(edge.param, value.value, value.step, value.slot.path, edge.interface)]
     for slot in spec.inputs:
         param = slot.path[0]
         if not slot.required or len(slot.path) != 1 or param == edge.param:
             continue
-        same = [v for v in reversed(available) if v.slot.interface == slot.interface
-                and not (rewrites and v.step == value.step)]
-        if same:
-            v = same[0]
+        v = next((v for v in reversed(available) if v.slot.interface == slot.interface
+                  and not (rewrites and v.step == value.step)), None)
+        if v is not None:
+            if not _accepts(props, param, v.value):
+                return None
             bindings.append(Binding(param, v.value, v.step, v.slot.path, slot.interface))
             continue
         if slot.interface not in STATABLE:
@@ -177,6 +192,11 @@ def _bind(spec: ToolSpec, edge: Edge, value: _Value, available: list[_Value],
     return bindings
 
 
+def _accepts(props: dict[str, Any], param: str, value: Any) -> bool:
+    schema = props.get(param)
+    return schema is None or is_valid(value, schema)
+
+
 def _as_list_path(path: tuple[str, ...]) -> tuple[str, ...]:
     return tuple("*" if p[:1] == "#" else p for p in path)
 
@@ -185,7 +205,8 @@ def _single_result(spec: ToolSpec) -> bool:
     """The tool returns one thing, not a list (lists need a motif to count or pick)."""
     single = _SINGLE.get(spec.qualified_name)
     if single is None:
-        single = _SINGLE[spec.qualified_name] = not any(s.path == ("*",) for s in spec.outputs)
+        single = _SINGLE[spec.qualified_name] = (spec.returns.get("type") != "array" and not any(
+            s.path == ("*",) for s in spec.outputs))
     return single
 
 
@@ -238,8 +259,10 @@ class Walker:
             items: For a list-returning start, the (min, max) number of items it must find.
         """
         accept = accept or _single_result
-        starts = [t for t in self.graph.start_tools()
-                  if self._allowed(t) and accept(self.graph.specs[t])]
+        allowed = frozenset(self.allowed) if self.allowed is not None else None
+        starts = self.graph.memo(("starts", accept, allowed), lambda: [
+            t for t in self.graph.start_tools() if self._allowed(t)
+            and accept(self.graph.specs[t])])
         if not starts:
             raise Rejected("no_start_tool")
         for name in self.rng.sample(starts, min(self.attempts, len(starts))):
@@ -326,9 +349,8 @@ class Walker:
         # only when the last step is a write, or its result is already used
         oldest = 0 if (not self.walk.steps[last].spec.read_only or last in consumed) else last
         for source in range(last, oldest - 1, -1):
-            options = [o for o in self._options(source)
-                       if accept is None or accept(self.graph.specs[o[0].target])]
-            weights = [self._weight(e) for e, _ in options]
+            options = self._options(source, accept)
+            weights = self._weights([e for e, _ in options])
             while options and tried < self.attempts:
                 tried += 1
                 pick = self.rng.choices(range(len(options)), weights)[0]
@@ -361,23 +383,28 @@ class Walker:
     def _allowed(self, tool: str) -> bool:
         return self.allowed is None or self.graph.specs[tool].service in self.allowed
 
-    def _options(self, source: int) -> list[tuple[Edge, _Value]]:
+    def _options(self, source: int, accept: Callable[[ToolSpec], bool] | None = None,
+                 ) -> list[tuple[Edge, _Value]]:
+        """Edges out of step ``source`` that one of its values can feed (into tools ``accept``
+        takes), with that value; in the order the walk's values were found."""
         spec = self.walk.steps[source].spec
         # a picked list item ("#3", "email") answers the graph's list edges ("*", "email")
         values = {(v.slot.interface, _as_list_path(v.slot.path)): v
                   for v in self.available if v.step == source}
-        return [(e, values[(e.interface, e.path)]) for e in self.graph.out_edges(
-                spec.qualified_name)
-                if (e.interface, e.path) in values and e.target not in self.used
-                and self._allowed(e.target)
-                and not _looks_up_again(spec, self.graph.specs[e.target])]
+        by_output = self.graph.memo(("feeds", spec.qualified_name, accept),
+                                    lambda: _feeds(self.graph, spec, accept))
+        used, allowed = self.used, self.allowed
+        return [(edge, value) for key, value in values.items() for edge in by_output.get(key, ())
+                if edge.target not in used
+                and (allowed is None or edge.target_service in allowed)]
 
-    def _weight(self, edge: Edge) -> float:
-        weight = self.cross_bias if edge.cross_service else 1.0
-        target = self.graph.specs[edge.target].service
-        if len(self._visited) < self.min_services and target not in self._visited:
-            weight *= 4.0  # still short of services: head somewhere new
-        return weight
+    def _weights(self, edges: list[Edge]) -> list[float]:
+        bias = self.cross_bias
+        if len(self._visited) >= self.min_services:
+            return [bias if e.cross_service else 1.0 for e in edges]
+        visited = self._visited  # still short of services: head somewhere new
+        return [(bias if e.cross_service else 1.0) * (1.0 if e.target_service in visited else 4.0)
+                for e in edges]
 
 
 def random_walk(graph: ToolGraph, session: Session, rng: random.Random, hops: int,

@@ -64,6 +64,14 @@ class SimState(State):
 
     records: dict[str, dict[str, Any]] = {}
 
+    def collections(self) -> dict[str, dict[str, Any]]:
+        return dict(self.records)
+
+    def fork(self) -> SimState:
+        # the simulator replaces a collection on every write and never edits a record, so a
+        # fork needs only its own mapping of collections
+        return self.model_construct(_fields_set=self.model_fields_set, records=dict(self.records))
+
 
 class SimulatedService(Service):
     """Base of spec-only services: every tool is answered by the episode's world model."""

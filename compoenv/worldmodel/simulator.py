@@ -138,7 +138,8 @@ class Simulator:
             return  # typed services keep their typed state; simulated answers are reads there
         records = service.state.records
         for collection, changes in answer.patch.items():
-            target = records.setdefault(collection, {})
+            # copy on write: a snapshot or fork that shares the old collection stays as it was
+            target = records[collection] = dict(records.get(collection, {}))
             for key, record in changes.items():
                 if record is None:
                     target.pop(key, None)
