@@ -6,8 +6,9 @@ sentence, and tags the walk with its capability name.
 
 from __future__ import annotations
 
+import itertools
 import math
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from compoenv.compose.render import noun, phrase, reference, words
 from compoenv.compose.values import can_state
@@ -142,8 +143,7 @@ def fan_out(walker: Walker, index: int) -> None:
     items = step.result
     edges = [e for e in fan_edges(walker.graph, step.spec)
              if e.target not in walker.used and walker._allowed(e.target)]
-    walker.rng.shuffle(edges)
-    for edge in edges[:12]:
+    for edge in itertools.islice(_in_random_order(edges, walker.rng), 12):
         first_item = _item_bindings(walker, index, edge, 0)
         if first_item is None or any(b.source is None and b.interface in _PERSONAL
                                      for b in first_item):
@@ -246,8 +246,7 @@ def _writes_avoiding(walker: Walker, service: str) -> list[tuple[ToolSpec, list[
     candidates = [(e, v) for source in range(len(walker.walk.steps))
                   for e, v in walker._options(source)
                   if not specs[e.target].read_only and e.target_service != service]
-    walker.rng.shuffle(candidates)
-    for edge, value in candidates:
+    for edge, value in _in_random_order(candidates, walker.rng):
         spec = specs[edge.target]
         if edge.target in seen:
             continue
@@ -258,6 +257,14 @@ def _writes_avoiding(walker: Walker, service: str) -> list[tuple[ToolSpec, list[
         if len(found) == 2:
             break
     return found
+
+
+def _in_random_order(items: list[Any], rng: Any) -> Iterator[Any]:
+    """The items in a random order, drawn lazily (O(1) each): loops here stop after a few."""
+    while items:
+        i = rng.randrange(len(items))
+        items[i], items[-1] = items[-1], items[i]
+        yield items.pop()
 
 
 def _threshold(value: float, holds: bool, rng: Any) -> float:

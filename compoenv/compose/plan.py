@@ -87,7 +87,11 @@ def realize(plan: Plan, walker: Walker, max_hops: int) -> Walk:
     while len(steps) < room:
         walker.extend(need_report=not plan.constraint and len(steps) == room - 1)
     if plan.constraint:
-        branch(walker)
-        if plan.house_rules:
-            as_house_rule(walker)
+        try:
+            branch(walker)
+        except Rejected:  # no number to decide on, or no two writes: end with a plain step
+            walker.extend(need_report=True)
+        else:
+            if plan.house_rules:
+                as_house_rule(walker)
     return walker.finish()

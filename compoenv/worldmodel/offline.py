@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 import re
-from typing import Any
+from typing import Any, Callable
 
 from compoenv.schema import is_valid
 from compoenv.world import Person, World
@@ -43,6 +43,25 @@ def _person_value(interface: str, person: Person) -> Any:
             "OrganizationName": person.employer, "JobTitle": person.title, "City": person.city,
             "StreetAddress": person.street, "PostalCode": person.postal_code,
             "CountryCode": person.country}.get(interface)
+
+
+_SEMANTIC: dict[str, Callable[[random.Random, World, Person], Any]] = {
+    "Date": lambda rng, world, _: world.date(rng.randint(-20, 20)),
+    "DateTime": lambda rng, world, _: world.at(rng.randint(-20, 20), rng.randint(8, 18)),
+    "TimeOfDay": lambda rng, _, __: f"{rng.randint(8, 18):02d}:{rng.choice((0, 15, 30, 45)):02d}",
+    "Money": lambda rng, _, __: round(rng.uniform(5, 900), 2),
+    "CurrencyCode": lambda _, __, ___: "USD",
+    "Url": lambda rng, world, _: (f"https://www.{rng.choice(world.orgs).domain}/"
+                                  f"{rng.choice(_WORDS)}"),
+    "AirportCode": lambda rng, world, _: rng.choice(world.cities).airport,
+    "Temperature": lambda rng, _, __: round(rng.uniform(-5, 32), 1),
+    "Percentage": lambda rng, _, __: float(rng.randint(0, 100)),
+    "Quantity": lambda rng, _, __: rng.randint(1, 20),
+    "DurationMinutes": lambda rng, _, __: rng.choice((15, 30, 45, 60, 90, 120)),
+    "Category": lambda rng, _, __: rng.choice(("general", "priority", "billing", "support")),
+    "EmailSubject": lambda rng, _, __: f"{rng.choice(_WORDS).title()} update",
+    "Text": lambda rng, _, person: f"{rng.choice(_WORDS).title()} notes from {person.name}.",
+}
 
 
 class _Maker:
@@ -108,26 +127,11 @@ class _Maker:
         return out
 
     def semantic(self, interface: str, person: Person) -> Any:
-        rng, world = self.rng, self.world
         personal = _person_value(interface, person)
         if personal is not None:
             return personal
-        return {
-            "Date": lambda: world.date(rng.randint(-20, 20)),
-            "DateTime": lambda: world.at(rng.randint(-20, 20), rng.randint(8, 18)),
-            "TimeOfDay": lambda: f"{rng.randint(8, 18):02d}:{rng.choice((0, 15, 30, 45)):02d}",
-            "Money": lambda: round(rng.uniform(5, 900), 2),
-            "CurrencyCode": lambda: "USD",
-            "Url": lambda: f"https://www.{rng.choice(world.orgs).domain}/{rng.choice(_WORDS)}",
-            "AirportCode": lambda: rng.choice(world.cities).airport,
-            "Temperature": lambda: round(rng.uniform(-5, 32), 1),
-            "Percentage": lambda: float(rng.randint(0, 100)),
-            "Quantity": lambda: rng.randint(1, 20),
-            "DurationMinutes": lambda: rng.choice((15, 30, 45, 60, 90, 120)),
-            "Category": lambda: rng.choice(("general", "priority", "billing", "support")),
-            "EmailSubject": lambda: f"{rng.choice(_WORDS).title()} update",
-            "Text": lambda: f"{rng.choice(_WORDS).title()} notes from {person.name}.",
-        }.get(interface, lambda: None)()
+        make = _SEMANTIC.get(interface)
+        return make(self.rng, self.world, person) if make is not None else None
 
     def plain(self, schema: dict[str, Any], name: str) -> Any:
         rng, kind = self.rng, schema.get("type")

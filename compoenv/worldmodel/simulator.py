@@ -26,9 +26,26 @@ def request_key(spec: ToolSpec, arguments: dict[str, Any], version: str) -> str:
 
 def _version(service: Service) -> str:
     if isinstance(service.state, SimState):
-        blob = json.dumps(service.state.records, sort_keys=True, default=str)
+        # the digest of json.dumps(records, sort_keys=True), assembled from each collection's
+        # text: collections are replaced, never edited, so each one is serialised once
+        records = service.state.records
+        blob = "{" + ", ".join(f"{json.dumps(name)}: {_collection_json(records[name])}"
+                               for name in sorted(records)) + "}"
         return hashlib.blake2b(blob.encode(), digest_size=8).hexdigest()
     return f"w{service.writes}"  # typed services: the write count is a stable version
+
+
+_JSON: dict[int, tuple[Any, str]] = {}
+
+
+def _collection_json(collection: Any) -> str:
+    hit = _JSON.get(id(collection))
+    if hit is None or hit[0] is not collection:
+        if len(_JSON) >= 8192:
+            _JSON.clear()
+        hit = _JSON[id(collection)] = (collection, json.dumps(collection, sort_keys=True,
+                                                              default=str))
+    return hit[1]
 
 
 class Simulator:
