@@ -10,7 +10,7 @@ import itertools
 import math
 from typing import Any, Callable, Iterator
 
-from compoenv.compose.render import noun, phrase, reference, words
+from compoenv.compose.render import noun, phrase, plural, reference, words
 from compoenv.compose.values import can_state
 from compoenv.compose.walk import Binding, Rejected, Segment, Walker, _bind, _Value
 from compoenv.graph import Edge
@@ -98,7 +98,8 @@ def aggregate(walker: Walker, index: int, report: bool) -> None:
     rng.shuffle(ops)
     for op, slot in ops:
         if op == "count":
-            _report(walker, index, len(items), "Quantity", f"Tell me how many {kind}s there are.")
+            _report(walker, index, len(items), "Quantity",
+                    f"Tell me how many {plural(kind)} there are.")
             return
         assert slot is not None
         values = [extract(item, slot.path[1:]) for item in items]
@@ -109,7 +110,7 @@ def aggregate(walker: Walker, index: int, report: bool) -> None:
         if op == "sum":
             total = round(sum(flat), 2)
             _report(walker, index, total, slot.interface, f"Tell me the total {field} of those "
-                                                          f"{kind}s.")
+                                                          f"{plural(kind)}.")
             return
         best = max(flat) if op == "max" else min(flat)
         if flat.count(best) != 1:

@@ -8,17 +8,45 @@ import string
 from compoenv.compose.walk import Binding, Walk
 from compoenv.service import ToolSpec
 
-__all__ = ["render_instruction", "reference", "phrase", "noun", "words"]
+__all__ = ["render_instruction", "reference", "phrase", "noun", "words", "singular", "plural"]
 
 _QUOTED = frozenset({"Text", "EmailSubject", None})
 _KEYS = frozenset({"FlightNumber", "BookingReference"})
 _THE_THE = re.compile(r"\bthe the\b")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+_SAME_IN_PLURAL = frozenset({"news", "series", "species", "data", "info", "media"})
 
 
 def words(name: str) -> str:
     """``billing_email`` -> "billing email", ``WeatherReport`` -> "weather report"."""
     return _CAMEL.sub(" ", name).replace("_", " ").lower()
+
+
+def singular(phrase_: str) -> str:
+    """The phrase with its last word made singular: "open invoices" -> "open invoice"."""
+    head, _, last = phrase_.rpartition(" ")
+    if last in _SAME_IN_PLURAL:
+        pass
+    elif last.endswith("ies") and len(last) > 4:
+        last = last[:-3] + "y"
+    elif last.endswith(("sses", "xes", "ches", "shes")):
+        last = last[:-2]
+    elif last.endswith("s") and not last.endswith(("ss", "us", "is")):
+        last = last[:-1]
+    return f"{head} {last}" if head else last
+
+
+def plural(phrase_: str) -> str:
+    """The phrase with its last word made plural: "company" -> "companies"."""
+    if phrase_.rpartition(" ")[2] in _SAME_IN_PLURAL:
+        return phrase_
+    if phrase_.endswith("y") and phrase_[-2:-1] not in tuple("aeiou"):
+        return phrase_[:-1] + "ies"
+    if phrase_.endswith("is"):  # analysis -> analyses
+        return phrase_[:-2] + "es"
+    if phrase_.endswith(("s", "x", "ch", "sh")):
+        return phrase_ + "es"
+    return phrase_ + "s"
 
 
 def _root(spec: ToolSpec, path: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
@@ -28,8 +56,8 @@ def _root(spec: ToolSpec, path: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
         if slot.kind == "object" and path[: len(slot.path)] == slot.path and slot.path != path:
             if best is None or len(slot.path) < len(best.path):
                 best = slot
-    if best is None:
-        return words(spec.name.split("_", 1)[-1]), path
+    if best is None:  # "find_real_estate_agents" -> "real estate agent"
+        return singular(words(spec.name.split("_", 1)[-1])), path
     return words(best.interface), path[len(best.path):]
 
 
