@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+from compoenv.schema_check import check_for
+
 __all__ = ["Slot", "compact_schema", "interface_slots", "extract", "brief", "validator_for",
            "is_valid"]
 
@@ -136,7 +138,5 @@ def validator_for(schema: dict[str, Any]) -> Any:
 
 def is_valid(value: Any, schema: dict[str, Any]) -> bool:
     """Draft 2020-12 validity: a compiled check where the schema allows one, else jsonschema."""
-    from compoenv.schema_check import check_for
-
     check = check_for(schema)
     return check(value) if check is not None else bool(validator_for(schema).is_valid(value))

@@ -87,7 +87,13 @@ def _compile(schema: Any) -> Check:
         return lambda v: True
     if len(checks) == 1:
         return checks[0]
-    return lambda v: all(c(v) for c in checks)
+
+    def every(v: Any) -> bool:
+        for check in checks:
+            if not check(v):
+                return False
+        return True
+    return every
 
 
 def _number_bound(key: str, bound: Any) -> Check:
@@ -121,9 +127,15 @@ def _keyword(key: str, arg: Any, schema: dict[str, Any]) -> Check:
         names = tuple(arg)
         return lambda v: not isinstance(v, dict) or all(n in v for n in names)
     if key == "properties" and isinstance(arg, dict):
-        props = {name: _compile(sub) for name, sub in arg.items()}
-        return lambda v: not isinstance(v, dict) or all(
-            check(v[name]) for name, check in props.items() if name in v)
+        props = [(name, _compile(sub)) for name, sub in arg.items()]
+
+        def properties(v: Any) -> bool:
+            if isinstance(v, dict):
+                for name, check in props:
+                    if name in v and not check(v[name]):
+                        return False
+            return True
+        return properties
     if key == "additionalProperties":
         if "patternProperties" in schema:
             raise _Unsupported("patternProperties")

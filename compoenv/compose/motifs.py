@@ -239,14 +239,18 @@ def branch(walker: Walker) -> None:
     raise Rejected("no_branch")
 
 
+def _is_write(spec: ToolSpec) -> bool:
+    return not spec.read_only
+
+
 def _writes_avoiding(walker: Walker, service: str) -> list[tuple[ToolSpec, list[Binding]]]:
     """Two bindable writes in services other than ``service``, fed by the walk's values."""
     found: list[tuple[ToolSpec, list[Binding]]] = []
     seen: set[str] = set()
     specs = walker.graph.specs
     candidates = [(e, v) for source in range(len(walker.walk.steps))
-                  for e, v in walker._options(source)
-                  if not specs[e.target].read_only and e.target_service != service]
+                  for e, v in walker._options(source, _is_write)
+                  if e.target_service != service]
     for edge, value in _in_random_order(candidates, walker.rng):
         spec = specs[edge.target]
         if edge.target in seen:
