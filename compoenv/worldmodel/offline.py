@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections import Counter
 from typing import Any, Callable
 
 from compoenv.schema import is_valid
@@ -116,13 +117,16 @@ class _Maker:
         who = self.rng.choice(self.world.people[1:])
         props = schema.get("properties") or {}
         echoed: set[str] = set(props) & set(self.args)
+        # how many echoed fields carry each interface: another field of it takes no echo
+        carriers = Counter(props[k].get("x-interface") for k in echoed)
         out = {}
         for key, sub in props.items():
             interface = sub.get("x-interface")
-            taken = interface in {props[k].get("x-interface") for k in echoed if k != key}
-            echo = key in echoed or not taken
-            if echo and interface in self.arg_by_interface and key not in echoed:
+            mine = key in echoed
+            echo = mine or carriers[interface] == 0
+            if echo and not mine and interface in self.arg_by_interface:
                 echoed.add(key)
+                carriers[interface] += 1
             out[key] = self.value(sub, key, who, echo)
         return out
 
