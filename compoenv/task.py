@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Annotated, Any, Iterable, Iterator, Literal, Union
+from typing import Annotated, Any, Iterable, Iterator, Literal, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -129,20 +129,33 @@ class TaskFileError(ValueError):
     """A task file line that is not valid JSON or not a valid Task."""
 
 
-def iter_tasks(path: str | Path) -> Iterator[Task]:
-    """Tasks of a JSONL file, one per non-blank line; errors name the file, line and field."""
+M = TypeVar("M", bound=BaseModel)
+
+
+def iter_jsonl(path: str | Path, model: type[M], error: type[ValueError]) -> Iterator[M]:
+    """``model`` records of a JSONL file, one per non-blank line.
+
+    Raises:
+        error: A line is not JSON or not a valid record; the message names the file, the line
+            and the first bad field.
+    """
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
             try:
-                yield Task.model_validate_json(line)
+                yield model.model_validate_json(line)
             except ValidationError as exc:
                 first = exc.errors(include_url=False)[0]
                 where = ".".join(str(p) for p in first["loc"]) or "(root)"
                 kind = "invalid JSON" if first["type"] == "json_invalid" else f"field {where!r}"
-                raise TaskFileError(f"{path}:{lineno}: {kind}: {first['msg']}"
-                                    f" ({exc.error_count()} error(s) on this line)") from None
+                raise error(f"{path}:{lineno}: {kind}: {first['msg']}"
+                            f" ({exc.error_count()} error(s) on this line)") from None
+
+
+def iter_tasks(path: str | Path) -> Iterator[Task]:
+    """Tasks of a JSONL file, one per non-blank line; errors name the file, line and field."""
+    return iter_jsonl(path, Task, TaskFileError)
 
 
 def load_tasks(path: str | Path) -> list[Task]:

@@ -1,4 +1,4 @@
-"""TransformersWorldModel on a tiny random Qwen3 built on the fly (tests/tiny_lm.py): no downloads.
+"""TransformersWorldModel on a tiny random Qwen3 built on the fly (compoenv.tiny_lm): no downloads.
 
 The random model never writes valid JSON, so the backend must fail cleanly and the Simulator
 fall back to offline; a stubbed ``generate`` returning the tokens of a valid answer checks the
@@ -19,7 +19,7 @@ pytest.importorskip("tokenizers")
 
 import torch
 from notes_spec import Notes
-from tiny_lm import tiny_lm_path
+from compoenv.tiny_lm import tiny_lm_path
 
 from compoenv.world import World
 from compoenv.worldmodel import (

@@ -12,6 +12,7 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
 from compoenv.compose.generator import Composer, ComposerConfig, Outcome, derive_seed, select
+from compoenv.ray_pool import RayActors
 from compoenv.registry import Registry
 from compoenv.task import Task
 
@@ -116,44 +117,6 @@ class _Processes:
         self.pool.shutdown(wait=False, cancel_futures=True)
 
 
-class _RayActors:
-    """One Ray actor per worker, each holding a Composer; chunks go round-robin."""
-
-    def __init__(self, seed: int, config: ComposerConfig | None,
-                 registry_factory: RegistryFactory | None, workers: int | None,
-                 address: str) -> None:
-        try:
-            import ray
-        except ImportError:
-            raise ImportError("ray_address needs Ray: pip install 'compoenv[ray]'") from None
-        self.ray = ray
-        self.started = not ray.is_initialized()
-        if self.started:
-            if address == "local":
-                ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
-            else:
-                ray.init(address=address, log_to_driver=False)
-        count = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-        actor = ray.remote(num_cpus=1)(_ComposerActor)
-        self.actors: list[Any] = [actor.remote(seed, config, registry_factory)
-                                  for _ in range(count)]
-        self.next = 0
-
-    def submit(self, start: int, stop: int) -> Any:
-        actor = self.actors[self.next % len(self.actors)]
-        self.next += 1
-        return actor.chunk.remote(start, stop)
-
-    def result(self, handle: Any) -> list[Outcome]:
-        return self.ray.get(handle)
-
-    def close(self) -> None:
-        for actor in self.actors:
-            self.ray.kill(actor)
-        if self.started:
-            self.ray.shutdown()
-
-
 class _ComposerActor:
     def __init__(self, seed: int, config: ComposerConfig | None,
                  registry_factory: RegistryFactory | None) -> None:
@@ -214,7 +177,8 @@ def generate_parallel(n: int, seed: int = 0, config: ComposerConfig | None = Non
     if n == 0:
         return [], rejections
     if ray_address is not None:
-        backend: _Backend = _RayActors(seed, config, registry_factory, workers, ray_address)
+        backend: _Backend = RayActors(_ComposerActor, (seed, config, registry_factory), workers,
+                                      ray_address)
         width = len(backend.actors)  # type: ignore[attr-defined]
     elif workers is None or workers > 1:
         width = workers or os.cpu_count() or 1
