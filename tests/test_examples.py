@@ -34,3 +34,11 @@ def test_rl_group_rewards_script_ranks_complete_rollouts_on_top():
         complete = line.split("complete ")[1].split()[0] == "1"
         reward = float(line.rsplit(" ", 1)[1])
         assert (reward >= 0.5) == complete, line
+
+
+def test_trl_grpo_cpu_trains_a_tiny_model_that_calls_our_tools():
+    out = run("examples/trl_grpo_cpu.py", "--steps", "2", "--tasks", "2", "--group", "2")
+    steps = [line for line in out.splitlines() if line.startswith("step ")]
+    assert len(steps) == 2 and "trained 2 GRPO steps on 2 tasks" in out
+    calls = [float(line.split("tool calls per rollout ")[1].split(",")[0]) for line in steps]
+    assert max(calls) > 0 and "last rollout of task t-" in out

@@ -1,0 +1,1 @@
+"""Adapters that plug compoenv environments into training frameworks (OpenRLHF, TRL)."""
