@@ -326,6 +326,8 @@ def _draw_graph(tool_graph: Any, path: str, services_only: bool) -> None:
 from compoenv.cli_import import import_  # noqa: E402  (the `compoenv import` commands)
 
 main.add_command(import_)
+from compoenv.cli_export import export; main.add_command(export)  # noqa: E402,E702
+from compoenv.cli_sft import sft; main.add_command(sft)  # noqa: E402,E702
 
 
 if __name__ == "__main__":
