@@ -136,6 +136,21 @@ def test_passing_one_more_criterion_never_lowers_a_rollouts_reward(passes, j):
         return
     better = [*passes[1:], [*row[:j], True, *row[j + 1:]]]
     worse = [*passes[1:], row]
-    # same group pass rates except criterion j; compare the changed rollout only
-    assert completion_focused(better, lam=0)[-1] >= completion_focused(worse, lam=0)[-1] - 1e-12 \
-        or sum(better[-1]) > sum(worse[-1])
+    # criterion j's weight falls as it gets commoner, but never by more than the rollout gains
+    for lam in (0.0, 0.5):
+        assert (completion_focused(better, lam=lam)[-1]
+                >= completion_focused(worse, lam=lam)[-1] - 1e-12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(matrices, st.integers(0, 7), st.integers(0, 7))
+def test_a_rarer_criterion_is_worth_more_than_a_commoner_one(passes, j, k):
+    width = len(passes[0])
+    j, k = j % width, k % width
+    rate = [sum(row[c] for row in passes) for c in range(width)]
+    if width < 2 or rate[j] >= rate[k]:
+        return
+    # two probe rollouts, one passing only j and one only k, keep j the rarer of the two
+    probes = [[c == j for c in range(width)], [c == k for c in range(width)]]
+    r = completion_focused([*passes, *probes], lam=0)
+    assert r[-2] > r[-1]
