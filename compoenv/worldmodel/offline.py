@@ -39,11 +39,15 @@ def collection_of(tool: str, returns: dict[str, Any]) -> str:
     return noun[:-1] if noun.endswith("s") and not noun.endswith("ss") else noun
 
 
+_PERSON_FIELDS = {"PersonName": "name", "EmailAddress": "email", "PhoneNumber": "phone",
+                  "OrganizationName": "employer", "JobTitle": "title", "City": "city",
+                  "StreetAddress": "street", "PostalCode": "postal_code",
+                  "CountryCode": "country"}
+
+
 def _person_value(interface: str, person: Person) -> Any:
-    return {"PersonName": person.name, "EmailAddress": person.email, "PhoneNumber": person.phone,
-            "OrganizationName": person.employer, "JobTitle": person.title, "City": person.city,
-            "StreetAddress": person.street, "PostalCode": person.postal_code,
-            "CountryCode": person.country}.get(interface)
+    field = _PERSON_FIELDS.get(interface)
+    return getattr(person, field) if field is not None else None
 
 
 _SEMANTIC: dict[str, Callable[[random.Random, World, Person], Any]] = {
