@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, NamedTuple
 
 import networkx as nx
 
@@ -13,27 +12,30 @@ from compoenv.service import ToolSpec
 __all__ = ["ToolGraph", "Edge"]
 
 
-@dataclass(frozen=True, slots=True)
-class Edge:
-    """``source``'s output at ``path`` (an ``interface`` value) fills ``param`` of ``target``."""
+class Edge(NamedTuple):
+    """``source``'s output at ``path`` (an ``interface`` value) fills ``param`` of ``target``.
+
+    A tuple of strings: tens of thousands of them cost the garbage collector nothing.
+    """
 
     source: str
     target: str
     interface: str
     path: tuple[str, ...]
     param: str
+    target_service: str
+    cross_service: bool
 
-    target_service: str = field(init=False, repr=False, compare=False)
-    cross_service: bool = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        service = self.target.split("__", 1)[0]
-        object.__setattr__(self, "target_service", service)
-        object.__setattr__(self, "cross_service", self.source.split("__", 1)[0] != service)
+    @classmethod
+    def between(cls, source: str, target: str, interface: str, path: tuple[str, ...],
+                param: str) -> Edge:
+        service = target.split("__", 1)[0]
+        return cls(source, target, interface, path, param, service,
+                   source.split("__", 1)[0] != service)
 
 
 class ToolGraph:
-    """Typed dependency graph over a set of tools (networkx MultiDiGraph underneath).
+    """Typed dependency graph over a set of tools (a networkx MultiDiGraph on request).
 
     Args:
         specs: The tools; nodes are their qualified names.
@@ -43,10 +45,9 @@ class ToolGraph:
         self.specs: dict[str, ToolSpec] = {s.qualified_name: s for s in specs}
         self._starts: list[str] | None = None
         self._memo: dict[Any, Any] = {}
-        self.graph = nx.MultiDiGraph()
+        self._nx: nx.MultiDiGraph | None = None
         producers: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
         for name, spec in self.specs.items():
-            self.graph.add_node(name, service=spec.service, read_only=spec.read_only)
             for slot in spec.outputs:
                 producers.setdefault(slot.interface, []).append((name, slot.path))
         self._out: dict[str, list[Edge]] = {name: [] for name in self.specs}
@@ -55,12 +56,25 @@ class ToolGraph:
                 if not slot.required or len(slot.path) != 1:
                     continue
                 for source, path in producers.get(slot.interface, ()):
-                    if source == target:
-                        continue
-                    edge = Edge(source, target, slot.interface, path, slot.path[0])
-                    self._out[source].append(edge)
-                    self.graph.add_edge(source, target, key=(path, edge.param),
-                                        interface=slot.interface, cross=edge.cross_service)
+                    if source != target:
+                        self._out[source].append(
+                            Edge.between(source, target, slot.interface, path, slot.path[0]))
+
+    @property
+    def graph(self) -> nx.MultiDiGraph:
+        """The graph as networkx: tool nodes (service, read_only), edges keyed (path, param)
+        with their interface and whether they cross services. Built on first use: walks need
+        only the edge lists, and 70,000 edges in networkx dicts would slow the collector."""
+        if self._nx is None:
+            graph = nx.MultiDiGraph()
+            for name, spec in self.specs.items():
+                graph.add_node(name, service=spec.service, read_only=spec.read_only)
+            for edges in self._out.values():
+                for e in edges:
+                    graph.add_edge(e.source, e.target, key=(e.path, e.param),
+                                   interface=e.interface, cross=e.cross_service)
+            self._nx = graph
+        return self._nx
 
     def memo(self, key: Any, compute: Callable[[], Any]) -> Any:
         """``compute()`` once per key for this graph (derived views of its fixed tools)."""
@@ -91,13 +105,15 @@ class ToolGraph:
     def service_graph(self) -> nx.DiGraph:
         """Services as nodes; an edge carries how many tool edges join the two services."""
         view = nx.DiGraph()
-        for name, spec in self.specs.items():
+        for spec in self.specs.values():
             view.add_node(spec.service)
-        for u, v, data in self.graph.edges(data=True):
-            su, sv = self.graph.nodes[u]["service"], self.graph.nodes[v]["service"]
-            if su != sv:
-                weight = view.edges[su, sv]["weight"] + 1 if view.has_edge(su, sv) else 1
-                view.add_edge(su, sv, weight=weight)
+        weights: dict[tuple[str, str], int] = {}
+        for source, edges in self._out.items():
+            for e in edges:
+                if e.cross_service:
+                    pair = (self.specs[source].service, e.target_service)
+                    weights[pair] = weights.get(pair, 0) + 1
+        view.add_edges_from((u, v, {"weight": w}) for (u, v), w in weights.items())
         return view
 
     def to_json(self) -> dict[str, Any]:
