@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import math
 import multiprocessing
 import os
@@ -57,6 +58,18 @@ def _make_composer(config: ComposerConfig | None,
     return Composer(registry=registry, config=config)
 
 
+def worker_composer(config: ComposerConfig | None,
+                    registry_factory: RegistryFactory | None = None) -> Composer:
+    """The Composer of a process that does nothing but compose: its registry and tool graph
+    (a few hundred thousand objects that live as long as the process) are frozen out of the
+    garbage collector's full passes (``gc.freeze``), which would otherwise walk them again and
+    again."""
+    composer = _make_composer(config, registry_factory)
+    gc.collect()
+    gc.freeze()
+    return composer
+
+
 # -- backends: each runs chunks and hands back handles that are resolved in submission order ---
 
 class _Backend(Protocol):
@@ -89,7 +102,7 @@ _WORKER: Composer | None = None
 
 def _init_worker(config: ComposerConfig | None, registry_factory: RegistryFactory | None) -> None:
     global _WORKER
-    _WORKER = _make_composer(config, registry_factory)
+    _WORKER = worker_composer(config, registry_factory)
 
 
 def _worker_chunk(seed: int, start: int, stop: int) -> list[Outcome]:
@@ -121,7 +134,7 @@ class _ComposerActor:
     def __init__(self, seed: int, config: ComposerConfig | None,
                  registry_factory: RegistryFactory | None) -> None:
         self.seed = seed
-        self.composer = _make_composer(config, registry_factory)
+        self.composer = worker_composer(config, registry_factory)
 
     def chunk(self, start: int, stop: int) -> list[Outcome]:
         return compose_range(self.composer, self.seed, start, stop)
