@@ -26,14 +26,16 @@ class SharedCache(Generic[K, V]):
 
     def get(self, key: K, factory: Callable[[], V]) -> V:
         with self._lock:
+            value = self._recent.get(key)
+            if value is not None:  # the common case: recently used, one lock round
+                self._recent.move_to_end(key)
+                return value
             value = self._live.get(key)
         if value is None:
-            value = factory()
-            with self._lock:
-                value = self._live.setdefault(key, value)
+            value = factory()  # outside the lock: building a world or a state takes a while
         with self._lock:
+            value = self._live.setdefault(key, value)
             self._recent[key] = value
-            self._recent.move_to_end(key)
             while len(self._recent) > self.maxsize:
                 self._recent.popitem(last=False)
         return value

@@ -108,13 +108,27 @@ class State(BaseModel):
 
 
 _IMMUTABLE = (str, int, float, bool, type(None), bytes)
+# exact types whose values a fork shares: the immutable ones, and frozen models once seen
+_SHARED: set[type] = set(_IMMUTABLE)
 
 
 def _fork(value: Any) -> Any:
+    kind = type(value)
+    if kind in _SHARED:
+        return value
+    if kind is dict:  # the common container: a collection of frozen records, copied shallowly
+        out = dict(value)
+        for key, item in value.items():
+            if type(item) not in _SHARED:
+                out[key] = _fork(item)
+        return out
     if isinstance(value, _IMMUTABLE):
         return value
     if isinstance(value, BaseModel):
-        return value if value.model_config.get("frozen") else value.model_copy(deep=True)
+        if value.model_config.get("frozen"):
+            _SHARED.add(kind)
+            return value
+        return value.model_copy(deep=True)
     if isinstance(value, dict):
         return {k: _fork(v) for k, v in value.items()}
     if isinstance(value, list):
