@@ -52,6 +52,8 @@ def test_fan_out_runs_one_write_per_item_and_grades_each():
             writes.append(call)
         assert len(writes) >= 2
         assert len({str(c.arguments) for c in writes}) == len(writes)  # one call per item
+        # nothing follows: "the payment's amount" after one payment per item names no one
+        assert len(t.solution) == 1 + len(writes)
         created = [c for c in t.rubric if c.kind == "state" and c.required]
         assert len(created) >= len(writes)
 

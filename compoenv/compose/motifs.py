@@ -165,6 +165,9 @@ def fan_out(walker: Walker, index: int) -> None:
                 + phrase(spec, walker.walk, per_item[0]))
         walker.walk.segments.append(Segment(list(range(first, len(walker.walk.steps))), text))
         walker.walk.motifs.append("fan-out")
+        # "the payment's amount" after one payment per item would not say which: what the
+        # writes returned feeds nothing later
+        walker.available = [v for v in walker.available if v.step < first]
         return
     raise Rejected("no_fan_out")
 

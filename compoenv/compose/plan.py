@@ -43,9 +43,10 @@ def choose_plan(rng: random.Random, motifs: tuple[str, ...], min_hops: int,
     if max_hops < 3 and "fan-out" in shapes:  # a list and at least two writes
         shapes.remove("fan-out")
     shape = rng.choices(shapes, [_WEIGHTS[s] for s in shapes])[0]
-    # a fan-out needs a list and two writes before the branch's own write
-    constraint = ("cross-service-constraint" in motifs and rng.random() < 0.45
-                  and max_hops >= (4 if shape == "fan-out" else 2))
+    # a fan-out ends its walk: what its writes returned cannot be told apart ("the payment's
+    # amount" after one payment per item), so nothing after them may use it
+    constraint = ("cross-service-constraint" in motifs and rng.random() < 0.6
+                  and max_hops >= 2 and shape != "fan-out")
     return Plan(
         shape=shape, hops=rng.randint(min_hops, max_hops),
         report_aggregate=shape == "aggregation" and rng.random() < 0.5,
@@ -63,10 +64,10 @@ def realize(plan: Plan, walker: Walker, max_hops: int) -> Walk:
     steps = walker.walk.steps
     room = plan.hops - (1 if plan.constraint else 0)  # the branch adds the last call
     if plan.shape == "fan-out":
-        most = max_hops - 1 - (1 if plan.constraint else 0)  # the list call, the branch
-        walker.start(accept=fans_out(walker.graph), items=(2, max(2, most)))
+        walker.start(accept=fans_out(walker.graph), items=(2, max(2, max_hops - 1)))
         try:
             fan_out(walker, 0)
+            return walker.finish()
         except Rejected:  # no write fits every item: pick one item instead of dropping the seed
             aggregate(walker, 0, report=False)
     elif plan.shape == "aggregation" and not plan.report_aggregate:
