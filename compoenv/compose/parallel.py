@@ -63,11 +63,18 @@ def worker_composer(config: ComposerConfig | None,
     """The Composer of a process that does nothing but compose: its registry and tool graph
     (a few hundred thousand objects that live as long as the process) are frozen out of the
     garbage collector's full passes (``gc.freeze``), which would otherwise walk them again and
-    again."""
+    again. ``settle`` does the same for what later chunks leave behind."""
     composer = _make_composer(config, registry_factory)
+    settle()
+    return composer
+
+
+def settle() -> None:
+    """In a composing process, between chunks: what is alive now (seeded states of the shared
+    worlds, caches) lives long, so move it out of the collector's full passes. Frozen objects
+    are still freed when nothing refers to them; only cycles among them wait."""
     gc.collect()
     gc.freeze()
-    return composer
 
 
 # -- backends: each runs chunks and hands back handles that are resolved in submission order ---
@@ -107,7 +114,9 @@ def _init_worker(config: ComposerConfig | None, registry_factory: RegistryFactor
 
 def _worker_chunk(seed: int, start: int, stop: int) -> list[Outcome]:
     assert _WORKER is not None, "worker process was not initialised"
-    return compose_range(_WORKER, seed, start, stop)
+    outcomes = compose_range(_WORKER, seed, start, stop)
+    settle()
+    return outcomes
 
 
 class _Processes:
@@ -137,7 +146,9 @@ class _ComposerActor:
         self.composer = worker_composer(config, registry_factory)
 
     def chunk(self, start: int, stop: int) -> list[Outcome]:
-        return compose_range(self.composer, self.seed, start, stop)
+        outcomes = compose_range(self.composer, self.seed, start, stop)
+        settle()
+        return outcomes
 
 
 # -- the merge -----------------------------------------------------------------------------------
