@@ -109,7 +109,7 @@ def _records(session: Session, service: str, collection: str, initial: bool = Fa
     state = session.initial_state(service) if initial else session.state(service)
     value = state.collections().get(collection)
     if value is None:  # a whole container, such as a simulated service's records
-        value = getattr(state, collection, None)
+        value = state.__dict__.get(collection)
     return value if isinstance(value, dict) else {}
 
 

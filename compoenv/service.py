@@ -97,7 +97,7 @@ class State(BaseModel):
 
     def collections(self) -> dict[str, dict[str, Any]]:
         """The state's record collections by name (its dict-valued fields); rubrics grade
-        writes per collection."""
+        writes per collection. Read-only: the mapping may be the state's own."""
         return {k: v for k, v in self.__dict__.items() if isinstance(v, dict)}
 
     def fork(self) -> State:

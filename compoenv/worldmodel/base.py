@@ -65,7 +65,7 @@ class SimState(State):
     records: dict[str, dict[str, Any]] = {}
 
     def collections(self) -> dict[str, dict[str, Any]]:
-        return dict(self.records)
+        return self.records  # read-only to callers, as State.collections says
 
     def fork(self) -> SimState:
         # the simulator replaces a collection on every write and never edits a record, so a
