@@ -16,7 +16,7 @@ from compoenv.task import (
 
 __all__ = [
     "Outcome", "CriterionResult", "RubricResult", "score_rubric", "completion_focused",
-    "same_value", "normalize_text", "record_dict",
+    "same_value", "normalize_text", "record_dict", "check_criterion",
 ]
 
 _MISSING = object()
@@ -179,14 +179,20 @@ _CHECKS: dict[str, Callable[[Any, Outcome], tuple[bool, str]]] = {
 }
 
 
+def check_criterion(c: Criterion, outcome: Outcome) -> tuple[bool, str]:
+    """Whether one criterion passes, and why not; a broken criterion fails itself, never the
+    episode."""
+    try:
+        return _CHECKS[c.kind](c, outcome)
+    except Exception as exc:  # noqa: BLE001 - reported as the criterion's own failure
+        return False, f"criterion error: {type(exc).__name__}: {exc}"
+
+
 def score_rubric(rubric: Sequence[Criterion], outcome: Outcome) -> RubricResult:
     """Check every criterion: score = weighted mean of passes; binary = all required pass."""
     results = []
     for c in rubric:
-        try:
-            passed, detail = _CHECKS[c.kind](c, outcome)
-        except Exception as exc:  # a broken criterion fails itself, never the episode
-            passed, detail = False, f"criterion error: {type(exc).__name__}: {exc}"
+        passed, detail = check_criterion(c, outcome)
         results.append(CriterionResult(id=c.id, kind=c.kind, description=c.description,
                                        passed=passed, weight=c.weight, required=c.required,
                                        detail=detail))

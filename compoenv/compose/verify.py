@@ -8,7 +8,7 @@ from typing import Any
 from compoenv.compose.rubric import answer_text
 from compoenv.compose.walk import Rejected, Walk
 from compoenv.registry import Registry
-from compoenv.reward import Outcome, RubricResult, score_rubric
+from compoenv.reward import Outcome, RubricResult, check_criterion, score_rubric
 from compoenv.schema import extract
 from compoenv.session import Session
 from compoenv.task import Call, Task
@@ -72,12 +72,14 @@ def verify_task(task: Task, registry: Registry | None = None) -> None:
         if wrong is not None and i == wrong[0]:
             point = session.checkpoint()  # the wrong run shares every call before this one
         session.call(call.name, call.arguments)
-    oracle = score_rubric(task.rubric, Outcome(session, oracle_message(task)))
-    if oracle.score < 1.0:
-        failed = [c.description for c in oracle.criteria if not c.passed]
+    # each run needs only a yes or no, so checks stop at the first criterion that settles it
+    oracle = Outcome(session, oracle_message(task))
+    if not all(check_criterion(c, oracle)[0] for c in task.rubric):
+        failed = [c.description for c in score_rubric(task.rubric, oracle).criteria
+                  if not c.passed]
         raise Rejected("oracle_fails", "; ".join(failed[:3]))
-    empty = replay(task, calls=False, registry=registry)
-    passed = [c.id for c in empty.criteria if c.required and c.passed]
+    empty = Outcome(_session(task, registry), "")
+    passed = [c.id for c in task.rubric if c.required and check_criterion(c, empty)[0]]
     if passed:
         raise Rejected("trivial", f"an empty run passes {passed}")
     if wrong is not None and point is not None:
@@ -85,7 +87,8 @@ def verify_task(task: Task, registry: Registry | None = None) -> None:
         index, changed = wrong
         for call in [changed, *task.solution[index + 1:]]:
             session.call(call.name, call.arguments)
-        if score_rubric(task.rubric, Outcome(session, oracle_message(task))).score >= 1.0:
+        wronged = Outcome(session, oracle_message(task))
+        if all(check_criterion(c, wronged)[0] for c in task.rubric):
             raise Rejected("insensitive", "a solution with a wrong argument still scores 1.0")
 
 
