@@ -14,6 +14,7 @@ from collections import Counter
 from typing import Any, Callable
 
 from compoenv.schema import is_valid
+from compoenv.schema_check import check_for
 from compoenv.world import Person, World
 from compoenv.worldmodel.base import ToolAnswer, ToolRequest, WorldModelError
 
@@ -187,7 +188,24 @@ def _status_for(tool: str) -> str | None:
 
 
 def _fits(value: Any, schema: dict[str, Any]) -> bool:
-    return is_valid(value, schema)
+    """``is_valid``, remembered for plain values: the same names, emails and dates are
+    checked against the same field schemas over and over."""
+    if type(value) not in _PLAIN:
+        return is_valid(value, schema)
+    check = check_for(schema)  # one per live schema object, so it can key the memo
+    if check is None:
+        return is_valid(value, schema)
+    key = (check, type(value), value)
+    hit = _FITS.get(key)
+    if hit is None:
+        if len(_FITS) >= 100_000:
+            _FITS.clear()
+        hit = _FITS[key] = check(value)
+    return hit
+
+
+_PLAIN = frozenset({str, int, float, bool})
+_FITS: dict[tuple[Any, type, Any], bool] = {}
 
 
 class OfflineWorldModel:

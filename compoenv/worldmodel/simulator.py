@@ -17,10 +17,13 @@ __all__ = ["Simulator", "default_simulator", "request_key"]
 _CACHE_SIZE = 50_000
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+
+
 def request_key(spec: ToolSpec, arguments: dict[str, Any], version: str) -> str:
     """``<tool>|<canonical arguments>|<world/state version>``: the cache and recording key
     (the world is part of it: one process composes in many worlds)."""
-    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
+    canonical = _CANONICAL.encode(arguments)
     return f"{spec.qualified_name}|{canonical}|{version}"
 
 
