@@ -40,6 +40,22 @@ def test_regeneration_from_seed_is_identical(tasks50):
         assert composer.compose(t.walk_seed) == t
 
 
+def test_a_composition_that_does_not_regenerate_identically_is_rejected(tasks50, monkeypatch):
+    import compoenv.compose.generator as generator
+
+    composer = Composer()
+    seed = tasks50[0].walk_seed
+    calls = iter(range(1_000))  # shared state that leaks into the instruction: a planted bug
+    render = generator.render_instruction
+    monkeypatch.setattr(generator, "render_instruction",
+                        lambda walk: f"{render(walk)} (#{next(calls)})")
+    with pytest.raises(Rejected) as info:
+        composer.compose(seed)
+    assert info.value.reason == "not_reproducible"
+    monkeypatch.setattr(generator, "render_instruction", render)
+    assert composer.compose(seed) == tasks50[0]
+
+
 def test_different_seeds_give_different_tasks():
     composer = Composer()
     assert composer.sample(1).id != composer.sample(2).id

@@ -118,8 +118,11 @@ class Composer:
             Rejected: this seed yields no publishable task (the reason says why).
         """
         task, walk = self._build(seed)
-        if self.config.check_regeneration and self._build(seed, verify=False)[0] != task:
-            raise Rejected("not_reproducible")
+        if self.config.check_regeneration:
+            # the id is a hash of the rest: equal content means an equal id
+            again = self._build(seed, verify=False)[0]
+            if again.model_copy(update={"id": task.id}) != task:
+                raise Rejected("not_reproducible")
         if self.config.rewrite is not None:  # after the check: a model need not repeat itself
             task = self._rewrite(task, walk)
         return task
@@ -154,6 +157,8 @@ class Composer:
         return rewritten
 
     def _build(self, seed: int, verify: bool = True) -> tuple[Task, Walk]:
+        """The task for ``seed`` and its walk; without ``verify``, unchecked and without an id
+        (a regeneration, compared with a checked build)."""
         cfg = self.config
         rng = random.Random(f"compose:{seed}")
         world = World.get(seed % cfg.worlds)
@@ -185,8 +190,9 @@ class Composer:
             capabilities=capabilities, domain=domains.most_common(1)[0][0], hops=len(walk.steps),
             fingerprint=self.registry.fingerprint(services),
             recorded={"answers": simulator.recording} if simulator and simulator.recording else {},
-        ).with_id()
+        )
         if verify:
+            task = task.with_id()
             verify_walk(walk, task)
             verify_task(task, self.registry)
         return task, walk
