@@ -9,7 +9,8 @@ from pydantic import BaseModel
 from compoenv.service import ToolError, did_you_mean
 from compoenv.world import CityInfo, World
 
-__all__ = ["next_id", "get_or_404", "update", "find_one", "find_city", "search", "page", "norm"]
+__all__ = ["next_id", "get_or_404", "update", "cancel", "find_one", "find_city", "search", "page",
+           "norm"]
 
 T = TypeVar("T")
 R = TypeVar("R", bound=BaseModel)
@@ -43,6 +44,19 @@ def update(records: dict[str, R], key: str, /, **changes: Any) -> R:
     """
     records[key] = new = records[key].model_copy(update=changes)
     return new
+
+
+def cancel(records: dict[str, R], key: str, kind: str, label: str) -> R:
+    """Move a confirmed record (a booking, a reservation) to cancelled and return it.
+
+    Raises:
+        ToolError: 404 with suggestions for an unknown key, 409 when it is not confirmed.
+    """
+    record = get_or_404(records, key, kind)
+    status = getattr(record, "status", None)
+    if status != "confirmed":
+        raise ToolError(409, f"{label} {key} is already {status}")
+    return update(records, key, status="cancelled")
 
 
 def find_one(records: Iterable[T], value: str, key: Callable[[T], str], kind: str) -> T:

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from compoenv import ToolError, World
-from compoenv.crud import find_one, get_or_404, next_id, norm, page, search
+from compoenv.crud import cancel, find_one, get_or_404, next_id, norm, page, search
 from compoenv.registry import Registry
 
 
@@ -174,3 +174,21 @@ def test_page_is_a_bounded_window_of_the_items(items, limit, offset):
     out = page(items, limit, offset)
     assert len(out) <= min(limit, 100)
     assert out == items[offset: offset + len(out)]
+
+
+def test_cancel_moves_a_confirmed_record_once_and_names_what_is_wrong():
+    from pydantic import BaseModel, ConfigDict
+
+    class Booking(BaseModel):
+        model_config = ConfigDict(frozen=True)
+        status: str
+
+    records = {"B-1": Booking(status="confirmed")}
+    assert cancel(records, "B-1", "booking reference", "Booking").status == "cancelled"
+    assert records["B-1"].status == "cancelled"
+    with pytest.raises(ToolError) as again:
+        cancel(records, "B-1", "booking reference", "Booking")
+    assert (again.value.code, again.value.message) == (409, "Booking B-1 is already cancelled")
+    with pytest.raises(ToolError) as missing:
+        cancel(records, "B-2", "booking reference", "Booking")
+    assert missing.value.code == 404 and "B-1" in missing.value.message

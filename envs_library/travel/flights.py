@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from compoenv import Service, State, ToolError, tool
-from compoenv.crud import find_city, get_or_404, update
+from compoenv.crud import cancel, find_city, get_or_404, update
 from compoenv.interfaces import (
     Booking, BookingReference, City, Date, EmailAddress, Flight, FlightNumber, PersonName,
 )
@@ -133,10 +133,7 @@ class Flights(Service):
     @tool(phrase="cancel flight booking {reference}")
     def cancel_booking(self, reference: BookingReference) -> Booking:
         """Cancel a confirmed booking; its seat is released."""
-        booking = get_or_404(self.state.bookings, reference, "booking reference")
-        if booking.status != "confirmed":
-            raise ToolError(409, f"Booking {reference} is already {booking.status}")
-        booking = update(self.state.bookings, reference, status="cancelled")
+        booking = cancel(self.state.bookings, reference, "booking reference", "Booking")
         if (flight := self.state.flights.get(booking.flight_number)) is not None:
             update(self.state.flights, flight.number, seats_left=flight.seats_left + 1)
         return booking

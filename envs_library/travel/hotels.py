@@ -8,7 +8,7 @@ from typing import Annotated
 from pydantic import Field
 
 from compoenv import Service, State, ToolError, tool
-from compoenv.crud import find_city, get_or_404, next_id, update
+from compoenv.crud import cancel, find_city, get_or_404, next_id, update
 from compoenv.interfaces import (
     Address, City, Date, EmailAddress, Hotel, HotelId, HotelReservation, Money, PersonName,
     ReservationId,
@@ -117,10 +117,8 @@ class Hotels(Service):
     @tool(phrase="cancel hotel reservation {reservation_id}")
     def cancel_reservation(self, reservation_id: ReservationId) -> HotelReservation:
         """Cancel a confirmed hotel reservation; its room is released."""
-        reservation = get_or_404(self.state.reservations, reservation_id, "reservation id")
-        if reservation.status != "confirmed":
-            raise ToolError(409, f"Reservation {reservation_id} is already {reservation.status}")
-        reservation = update(self.state.reservations, reservation_id, status="cancelled")
+        reservation = cancel(self.state.reservations, reservation_id, "reservation id",
+                             "Reservation")
         if (hotel := self.state.hotels.get(reservation.hotel_id)) is not None:
             update(self.state.hotels, hotel.id, rooms_left=hotel.rooms_left + 1)
         return reservation
