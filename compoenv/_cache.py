@@ -1,11 +1,12 @@
-"""SharedCache: one instance per key while anything holds it, plus a small LRU of recent keys."""
+"""Caches: SharedCache (one instance per key while anything holds it, plus an LRU of recent
+keys) and ByIdentity (one computed value per object)."""
 
 from __future__ import annotations
 
 import threading
 import weakref
 from collections import OrderedDict
-from typing import Callable, Generic, Hashable, TypeVar
+from typing import Any, Callable, Generic, Hashable, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -44,3 +45,26 @@ class SharedCache(Generic[K, V]):
         with self._lock:
             self._live.clear()
             self._recent.clear()
+
+
+class ByIdentity(Generic[K, V]):
+    """Something computed once per object (a schema's compiled check, a collection's JSON).
+
+    Keyed by ``id``, and holding the object itself, so an id is never reused while its entry
+    lives. ``maxsize`` bounds the entries (all are dropped when it is reached; None: no bound)
+    for objects that come and go, such as states and collections.
+    """
+
+    def __init__(self, compute: Callable[[Any], V], maxsize: int | None = None) -> None:
+        self.compute, self.maxsize = compute, maxsize
+        self._items: dict[int, tuple[Any, V]] = {}
+
+    def __call__(self, obj: Any) -> V:
+        hit = self._items.get(id(obj))
+        if hit is not None and hit[0] is obj:
+            return hit[1]
+        if self.maxsize is not None and len(self._items) >= self.maxsize:
+            self._items.clear()
+        value = self.compute(obj)
+        self._items[id(obj)] = (obj, value)
+        return value

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
+from compoenv._cache import ByIdentity
 from compoenv.schema_check import check_for
 
 __all__ = ["Slot", "compact_schema", "interface_slots", "extract", "brief", "validator_for",
@@ -122,18 +123,14 @@ def brief(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-_VALIDATORS: dict[int, tuple[dict[str, Any], Any]] = {}
+def _validator(schema: dict[str, Any]) -> Any:
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(schema)
 
 
-def validator_for(schema: dict[str, Any]) -> Any:
-    """A compiled JSON-schema validator for ``schema``, built once per schema object (schemas
-    of tools live as long as their ToolSpec; the cache keeps a reference so ids stay unique)."""
-    hit = _VALIDATORS.get(id(schema))
-    if hit is None or hit[0] is not schema:
-        import jsonschema
-
-        hit = _VALIDATORS[id(schema)] = (schema, jsonschema.Draft202012Validator(schema))
-    return hit[1]
+# a jsonschema validator per schema object (tool schemas live as long as their ToolSpec)
+validator_for: Callable[[dict[str, Any]], Any] = ByIdentity(_validator)
 
 
 def is_valid(value: Any, schema: dict[str, Any]) -> bool:

@@ -15,6 +15,8 @@ from typing import Any, Callable
 
 from jsonschema import Draft202012Validator
 
+from compoenv._cache import ByIdentity
+
 __all__ = ["compile_check", "check_for"]
 
 Check = Callable[[Any], bool]
@@ -165,12 +167,5 @@ def compile_check(schema: Any) -> Check | None:
         return None
 
 
-_CHECKS: dict[int, tuple[Any, Check | None]] = {}
-
-
-def check_for(schema: Any) -> Check | None:
-    """``compile_check`` once per schema object (kept alive with it, so ids stay unique)."""
-    hit = _CHECKS.get(id(schema))
-    if hit is None or hit[0] is not schema:
-        hit = _CHECKS[id(schema)] = (schema, compile_check(schema))
-    return hit[1]
+# ``compile_check`` once per schema object
+check_for: Callable[[Any], Check | None] = ByIdentity(compile_check)

@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, TypeAdapter
 
+from compoenv._cache import ByIdentity
 from compoenv.schema import Slot, compact_schema, extract, interface_slots
 from compoenv.service import Service, ToolSpec
 from compoenv.world import Person, World
@@ -69,23 +70,16 @@ def _entity_slots(model: type[BaseModel]) -> tuple[Slot, ...]:
 
 def _records(service: Service) -> list[BaseModel]:
     """Every typed record in the service's state (listed once per seeded state: walks start
-    on states still shared with the seed)."""
-    state = service.state
-    hit = _RECORDS.get(id(state))
-    if hit is not None and hit[0] is state:
-        return hit[1]
-    out: list[BaseModel] = []
-    for value in state.__dict__.values():
-        if isinstance(value, dict):
-            out.extend(v for v in value.values() if isinstance(v, BaseModel))
-    if service._shared:  # a seeded state never changes; an owned one may
-        if len(_RECORDS) >= 4096:
-            _RECORDS.clear()
-        _RECORDS[id(state)] = (state, out)
-    return out
+    on states still shared with the seed, which never change; an owned one may)."""
+    return _seeded_records(service.state) if service._shared else _list_records(service.state)
 
 
-_RECORDS: dict[int, tuple[Any, list[BaseModel]]] = {}
+def _list_records(state: Any) -> list[BaseModel]:
+    return [v for value in state.__dict__.values() if isinstance(value, dict)
+            for v in value.values() if isinstance(v, BaseModel)]
+
+
+_seeded_records: Callable[[Any], list[BaseModel]] = ByIdentity(_list_records, maxsize=4096)
 
 
 def _name_score(param: str, path: tuple[str, ...]) -> int:

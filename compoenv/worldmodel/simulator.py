@@ -6,8 +6,9 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Callable
 
+from compoenv._cache import ByIdentity
 from compoenv.schema import is_valid, validator_for
 from compoenv.service import Service, ToolError, ToolSpec
 from compoenv.worldmodel.base import SimState, ToolAnswer, ToolRequest, WorldModel, WorldModelError
@@ -38,17 +39,8 @@ def _version(service: Service) -> str:
     return f"w{service.writes}"  # typed services: the write count is a stable version
 
 
-_JSON: dict[int, tuple[Any, str]] = {}
-
-
-def _collection_json(collection: Any) -> str:
-    hit = _JSON.get(id(collection))
-    if hit is None or hit[0] is not collection:
-        if len(_JSON) >= 8192:
-            _JSON.clear()
-        hit = _JSON[id(collection)] = (collection, json.dumps(collection, sort_keys=True,
-                                                              default=str))
-    return hit[1]
+_collection_json: Callable[[Any], str] = ByIdentity(
+    lambda collection: json.dumps(collection, sort_keys=True, default=str), maxsize=8192)
 
 
 class Simulator:
@@ -170,19 +162,11 @@ class Simulator:
 
 _RISKY_KEYS = frozenset({"pattern", "format", "multipleOf", "uniqueItems", "oneOf", "not",
                          "dependentRequired", "if", "patternProperties"})
-_RISKY: dict[int, tuple[dict[str, Any], bool]] = {}
-
-
-def _risky(schema: dict[str, Any]) -> bool:
-    """Whether a return schema uses keywords the offline model does not build for: then its
-    answers are checked too."""
-    hit = _RISKY.get(id(schema))
-    if hit is None or hit[0] is not schema:
-        hit = _RISKY[id(schema)] = (schema, _uses_risky(schema))
-    return hit[1]
 
 
 def _uses_risky(node: Any) -> bool:
+    """Whether a return schema uses keywords the offline model does not build for: then its
+    answers are checked too."""
     if isinstance(node, list):
         return any(_uses_risky(item) for item in node)
     if not isinstance(node, dict):
@@ -196,6 +180,8 @@ def _uses_risky(node: Any) -> bool:
     children += list((node.get("properties") or {}).values())  # names are not keywords
     return any(_uses_risky(child) for child in children)
 
+
+_risky: Callable[[dict[str, Any]], bool] = ByIdentity(_uses_risky)  # once per schema
 
 _DEFAULT: list[Simulator] = []
 
