@@ -272,13 +272,11 @@ class Walker:
                 args = fresh_arguments(spec, self.session.world, self.rng)
             if args is None:
                 continue
-            if items is not None:  # probe first: a list of the wrong size must not be kept
-                found = self.session.service(spec.service).call(spec.name, args).get("data")
-                if not isinstance(found, list) or not items[0] <= len(found) <= items[1]:
-                    continue
             kinds = {slot.path[0]: slot.interface for slot in spec.inputs}
             bindings = [Binding(k, v, interface=kinds.get(k)) for k, v in args.items()]
-            if step := self.execute(spec, bindings):
+            if step := self.execute(spec, bindings, fits=None if items is None else (
+                    lambda found, low=items[0], high=items[1]:
+                    isinstance(found, list) and low <= len(found) <= high)):
                 return step
         raise Rejected("start_failed")
 
@@ -308,13 +306,13 @@ class Walker:
                                              values[0]))
 
     def execute(self, spec: ToolSpec, bindings: list[Binding], need_report: bool = False,
-                segment: bool = True) -> Step | None:
-        """Run one candidate step; keep it if it succeeds, finds something and changes what a
-        write should change. Returns the kept step (with its own sentence unless ``segment``
-        is False: a motif phrases it)."""
+                segment: bool = True, fits: Callable[[Any], bool] | None = None) -> Step | None:
+        """Run one candidate step; keep it if it succeeds, finds something (that ``fits``
+        accepts) and changes what a write should change. Returns the kept step (with its own
+        sentence unless ``segment`` is False: a motif phrases it)."""
         state = None if spec.read_only else _snapshot(self.session.state(spec.service))
         result = self.session.call(spec.qualified_name, {b.param: b.value for b in bindings})
-        if not _useful(result):
+        if not _useful(result) or (fits is not None and not fits(result["data"])):
             return None
         if state is not None and state == _snapshot(self.session.state(spec.service)):
             return None  # a write that changes nothing (marking a read email as read)
