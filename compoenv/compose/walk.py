@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from itertools import repeat
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -126,15 +127,23 @@ def _looks_up_again(source: ToolSpec, target: ToolSpec) -> bool:
     return target.read_only and kind is not None and kind == _entity_kind(target)
 
 
+class _Edges(list):  # type: ignore[type-arg]
+    """Edges that read one output, with the set of tools they lead to."""
+
+    targets: frozenset[str] = frozenset()
+
+
 def _feeds(graph: ToolGraph, spec: ToolSpec, accept: Callable[[ToolSpec], bool] | None,
-           ) -> dict[tuple[str, tuple[str, ...]], list[Edge]]:
+           ) -> dict[tuple[str, tuple[str, ...]], _Edges]:
     """``spec``'s out-edges into tools ``accept`` takes, by the output they read, minus
     repeated lookups."""
-    by_output: dict[tuple[str, tuple[str, ...]], list[Edge]] = {}
+    by_output: dict[tuple[str, tuple[str, ...]], _Edges] = {}
     for edge in graph.out_edges(spec.qualified_name):
         target = graph.specs[edge.target]
         if not _looks_up_again(spec, target) and (accept is None or accept(target)):
-            by_output.setdefault((edge.interface, edge.path), []).append(edge)
+            by_output.setdefault((edge.interface, edge.path), _Edges()).append(edge)
+    for edges in by_output.values():
+        edges.targets = frozenset(e.target for e in edges)
     return by_output
 
 
@@ -392,9 +401,17 @@ class Walker:
         by_output = self.graph.memo(("feeds", spec.qualified_name, accept),
                                     lambda: _feeds(self.graph, spec, accept))
         used, allowed = self.used, self.allowed
-        return [(edge, value) for key, value in values.items() for edge in by_output.get(key, ())
-                if edge.target not in used
-                and (allowed is None or edge.target_service in allowed)]
+        options: list[tuple[Edge, _Value]] = []
+        for key, value in values.items():
+            edges = by_output.get(key)
+            if not edges:
+                continue
+            if allowed is None and used.isdisjoint(edges.targets):  # the common case
+                options.extend(zip(edges, repeat(value)))
+            else:
+                options.extend((e, value) for e in edges if e.target not in used
+                               and (allowed is None or e.target_service in allowed))
+        return options
 
     def _weights(self, edges: list[Edge]) -> list[float]:
         bias = self.cross_bias
