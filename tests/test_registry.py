@@ -205,24 +205,16 @@ def test_entry_point_service_class_is_loaded(monkeypatch):
     assert "contacts" in reg
 
 
-def test_entry_point_package_is_scanned_for_services(monkeypatch):
-    package = types.ModuleType("fake_compoenv_plugin")
-    package.__path__ = []  # a package with no submodules
-    Pager.__module__, original = "fake_compoenv_plugin", Pager.__module__
-    package.Pager = Pager  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "fake_compoenv_plugin", package)
-    try:
-        fake_entry_points(monkeypatch, FakeEntryPoint("plugin", package))
-        assert Registry.default().get("pager") is Pager
-    finally:
-        Pager.__module__ = original
-
-
-def test_entry_point_plain_module_is_scanned_for_services(monkeypatch):
-    module = types.ModuleType("fake_compoenv_module")
-    Pager.__module__, original = "fake_compoenv_module", Pager.__module__
+@pytest.mark.parametrize("name,package", [("fake_compoenv_plugin", True),
+                                           ("fake_compoenv_module", False)])
+def test_entry_point_package_or_plain_module_is_scanned_for_services(monkeypatch, name,
+                                                                    package):
+    module = types.ModuleType(name)
+    if package:
+        module.__path__ = []  # a package with no submodules
+    Pager.__module__, original = name, Pager.__module__
     module.Pager = Pager  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "fake_compoenv_module", module)
+    monkeypatch.setitem(sys.modules, name, module)
     try:
         fake_entry_points(monkeypatch, FakeEntryPoint("plugin", module))
         assert Registry.default().get("pager") is Pager
