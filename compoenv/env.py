@@ -2,40 +2,30 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
-import string
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
 import gymnasium as gym
-from gymnasium import spaces
 
-from compoenv.actions import CallError, parse_action, to_openai_tool_calls
+from compoenv.actions import MAX_ACTION_CHARS, CallError, parse_action, to_openai_tool_calls
 from compoenv.compose import Composer, ComposerConfig
 from compoenv.gateway import GATEWAY_TOOLS, Gateway
 from compoenv.prompts import reset_observation, system_prompt
 from compoenv.registry import Registry
 from compoenv.reward import Outcome, RubricResult, score_rubric
-from compoenv.service import ToolResult, error
+from compoenv.service import ToolResult, did_you_mean, error
 from compoenv.session import Session, render_result
-from compoenv.task import Task, load_tasks
+from compoenv.spaces import MAX_OBSERVATION_CHARS, TextSpace, bounded
+from compoenv.task import Task
+from compoenv.task_check import load_checked
 from compoenv.world import World
 
 __all__ = ["CompoWorldEnv", "TextSpace", "MODES"]
 
 MODES = ("direct", "gateway")
-MAX_TEXT = 1 << 22
-
-
-class TextSpace(spaces.Text):
-    """Any string up to ``max_length`` characters (samples are printable ASCII)."""
-
-    def __init__(self, max_length: int = MAX_TEXT) -> None:
-        super().__init__(max_length=max_length, min_length=0, charset=string.printable)
-
-    def contains(self, x: Any) -> bool:
-        return isinstance(x, str) and len(x) <= self.max_length
 
 
 def _fresh(data: dict[str, Any]) -> dict[str, Any]:
@@ -43,7 +33,9 @@ def _fresh(data: dict[str, Any]) -> dict[str, Any]:
     return {k: _fresh(v) if isinstance(v, dict) else v for k, v in data.items()}
 
 
-_TEXT = TextSpace()  # one shared instance: a Text space builds a character index
+# shared instances: a Text space builds a character index
+_OBSERVATIONS = TextSpace(MAX_OBSERVATION_CHARS)
+_ACTIONS = TextSpace(MAX_ACTION_CHARS)
 
 
 @lru_cache(maxsize=512)
@@ -54,9 +46,18 @@ def _listing(services: tuple[str, ...], registry: Registry) -> tuple[dict[str, A
 class CompoWorldEnv(gym.Env[str, str]):
     """One composed multi-service task per episode; actions are tool-call text.
 
+    Observations and actions are strings (``TextSpace``): an observation holds at most
+    ``MAX_OBSERVATION_CHARS`` characters (longer tool output is cut, with a note), an action at
+    most ``MAX_ACTION_CHARS`` (a longer one is answered with an error envelope).
+
     Args:
-        tasks: A JSONL path or a list of Tasks (or dicts); default: compose a fresh verified
-            task at each reset.
+        tasks: A JSONL path or a list of Tasks (or dicts), checked against ``registry`` when
+            the env is built (a missing service or tool is a ``TaskFileError`` naming the line;
+            a changed service version a ``StaleTaskWarning``); default: compose a fresh
+            verified task at each reset. ``reset()`` draws a task with the env's RNG;
+            ``reset(options={"index": i})`` plays task ``i`` (modulo the count), and
+            ``reset(options={"task": t})`` plays ``t``: a Task, a dict, a task JSON string, or
+            the id of a loaded task.
         mode: ``"direct"`` lists the task's tools; ``"gateway"`` lists four meta-tools over the
             task's services plus its distractors.
         max_steps: Actions per episode before truncation.
@@ -75,6 +76,7 @@ class CompoWorldEnv(gym.Env[str, str]):
     """
 
     metadata = {"render_modes": ["ansi"]}
+    _spec: gym.envs.registration.EnvSpec | None = None
 
     def __init__(self, tasks: str | Path | Sequence[Task | dict[str, Any]] | None = None, *,
                  mode: str = "direct", max_steps: int = 20, reward: str = "rubric",
@@ -94,14 +96,12 @@ class CompoWorldEnv(gym.Env[str, str]):
         self.render_mode = render_mode
         self.world_model = world_model
         self.registry = registry or Registry.default()
-        if isinstance(tasks, (str, Path)):
-            self.tasks: list[Task] | None = load_tasks(tasks)
-        elif tasks is not None:
-            self.tasks = [Task.coerce(t) for t in tasks]
-        else:
-            self.tasks = None
+        self.tasks: list[Task] | None = (None if tasks is None
+                                         else load_checked(tasks, self.registry))
         if self.tasks is not None and not self.tasks:
-            raise ValueError("tasks is empty: give at least one task, or None to compose")
+            where = f" ({tasks} has no tasks)" if isinstance(tasks, (str, Path)) else ""
+            raise ValueError(f"tasks is empty{where}: give at least one task, or None to compose")
+        self._by_id: dict[str, Task] | None = None
         low, high = (hops, hops) if isinstance(hops, int) else hops
         if distractors is None:  # the gateway lists a few unrelated services by default
             distractors = 3 if mode == "gateway" else 0
@@ -110,7 +110,7 @@ class CompoWorldEnv(gym.Env[str, str]):
                                       services=tuple(services) if services else None,
                                       distractors=distractors, **extra)
         self._composer: Composer | None = None
-        self.observation_space = self.action_space = _TEXT
+        self.observation_space, self.action_space = _OBSERVATIONS, _ACTIONS
         self.task: Task | None = None
         self.session: Session | None = None
         self._gateway: Gateway | None = None
@@ -146,7 +146,7 @@ class CompoWorldEnv(gym.Env[str, str]):
         self._task_dict = task.model_dump(mode="json")
         self._task_nested = [k for k, v in self._task_dict.items() if isinstance(v, dict)]
         self._steps, self._done, self._result = 0, False, None
-        self._last_obs = reset_observation(system, self._tools, task.instruction)
+        self._last_obs = bounded(reset_observation(system, self._tools, task.instruction))
         return self._last_obs, self._info()
 
     def _simulator(self, task: Task) -> Any:
@@ -162,9 +162,22 @@ class CompoWorldEnv(gym.Env[str, str]):
         simulator.recorded = answers
         return simulator
 
+    @property
+    def spec(self) -> gym.envs.registration.EnvSpec | None:
+        """The env's spec (set by ``gym.make``), its ``max_episode_steps`` being ``max_steps``."""
+        return self._spec
+
+    @spec.setter
+    def spec(self, value: gym.envs.registration.EnvSpec | None) -> None:
+        self._spec = value if value is None else dataclasses.replace(
+            value, max_episode_steps=self.max_steps)
+
     def _pick_task(self, options: dict[str, Any]) -> Task:
-        if options.get("task") is not None:
-            return Task.coerce(options["task"])
+        chosen = options.get("task")
+        if isinstance(chosen, str) and not chosen.lstrip().startswith("{"):
+            return self._task_by_id(chosen)
+        if chosen is not None:
+            return Task.coerce(chosen)
         if self.tasks is not None:
             index = options.get("index")
             if index is None:
@@ -173,6 +186,19 @@ class CompoWorldEnv(gym.Env[str, str]):
         if self._composer is None:
             self._composer = Composer(self.registry, self._config)
         return self._composer.sample(int(self.np_random.integers(2**31 - 1)))
+
+    def _task_by_id(self, task_id: str) -> Task:
+        if self.tasks is None:
+            raise ValueError(f"options['task'] = {task_id!r} looks like a task id, but this env "
+                             f"has no task set to look it up in: pass tasks=... when making the "
+                             f"env, or give the task itself (a Task, a dict or its JSON)")
+        if self._by_id is None:
+            self._by_id = {t.id: t for t in self.tasks}
+        found = self._by_id.get(task_id)
+        if found is None:
+            raise ValueError(did_you_mean(task_id, self._by_id, "task id")
+                             + f" ({len(self.tasks)} tasks loaded)")
+        return found
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if self.session is None:
@@ -205,7 +231,7 @@ class CompoWorldEnv(gym.Env[str, str]):
             self.messages.append({"role": "tool", "tool_call_id": call.id, "name": name[:200],
                                   "content": content})
             outputs.append(f"<tool_response>\n{content}\n</tool_response>")
-        self._last_obs = "\n".join(outputs)
+        self._last_obs = bounded("\n".join(outputs))
         if self._steps >= self.max_steps:
             return self._finish("", terminated=False)
         return self._last_obs, 0.0, False, False, self._info()

@@ -11,7 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 __all__ = [
     "Task", "Call", "Criterion", "StateCriterion", "AnswerCriterion", "CallCriterion",
-    "UnchangedCriterion", "TaskFileError", "load_tasks", "iter_tasks", "save_tasks",
+    "UnchangedCriterion", "TaskFileError", "load_tasks", "iter_tasks", "iter_numbered_tasks",
+    "save_tasks",
 ]
 
 
@@ -81,7 +82,7 @@ Criterion = Annotated[
 
 
 class Task(_Model):
-    """A composed, verified task. Field names are the public contract (see DESIGN.md).
+    """A composed, verified task. Field names are the public contract (see docs/architecture.md).
 
     ``seed`` is the seed of the task's World (many tasks share a world); ``walk_seed`` is the
     seed of the random walk that composed it, so ``Composer.compose(walk_seed)`` regenerates it.
@@ -132,30 +133,54 @@ class TaskFileError(ValueError):
 M = TypeVar("M", bound=BaseModel)
 
 
-def iter_jsonl(path: str | Path, model: type[M], error: type[ValueError]) -> Iterator[M]:
-    """``model`` records of a JSONL file, one per non-blank line.
+def iter_jsonl(path: str | Path, model: type[M], error: type[ValueError],
+               numbered: bool = False) -> Iterator[Any]:
+    """``model`` records of a JSONL file, one per non-blank line (``(line, record)`` pairs
+    with ``numbered``).
 
     Raises:
-        error: A line is not JSON or not a valid record; the message names the file, the line
-            and the first bad field.
+        error: The file cannot be read as UTF-8 text, or a line is not JSON or not a valid
+            record; the message names the file, the line and the first bad field.
     """
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                yield model.model_validate_json(line)
-            except ValidationError as exc:
-                first = exc.errors(include_url=False)[0]
-                where = ".".join(str(p) for p in first["loc"]) or "(root)"
-                kind = "invalid JSON" if first["type"] == "json_invalid" else f"field {where!r}"
-                raise error(f"{path}:{lineno}: {kind}: {first['msg']}"
-                            f" ({exc.error_count()} error(s) on this line)") from None
+    path = Path(path)
+    if path.is_dir():
+        raise error(f"{path}: is a directory; expected a JSONL file (one JSON object per line)")
+    try:
+        fh = open(path, encoding="utf-8")
+    except OSError as exc:
+        raise error(f"{path}: cannot open: {exc.strerror or exc}") from None
+    with fh:
+        lineno = 0
+        try:
+            for lineno, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = model.model_validate_json(line)
+                except ValidationError as exc:
+                    first = exc.errors(include_url=False)[0]
+                    where = ".".join(str(p) for p in first["loc"]) or "(root)"
+                    kind = ("invalid JSON" if first["type"] == "json_invalid"
+                            else f"field {where!r}")
+                    raise error(f"{path}:{lineno}: {kind}: {first['msg']}"
+                                f" ({exc.error_count()} error(s) on this line)") from None
+                yield (lineno, record) if numbered else record
+        except UnicodeDecodeError:
+            raise error(f"{path}:{lineno + 1}: not UTF-8 text; expected a JSONL file "
+                        f"(is it binary or compressed?)") from None
 
 
 def iter_tasks(path: str | Path) -> Iterator[Task]:
-    """Tasks of a JSONL file, one per non-blank line; errors name the file, line and field."""
+    """Tasks of a JSONL file, one per non-blank line; errors name the file, line and field.
+
+    The tasks are not checked against a library: ``compoenv.task_check.load_checked`` does that
+    (the env and the CLI load task files through it)."""
     return iter_jsonl(path, Task, TaskFileError)
+
+
+def iter_numbered_tasks(path: str | Path) -> Iterator[tuple[int, Task]]:
+    """``(line number, task)`` pairs of a JSONL task file."""
+    return iter_jsonl(path, Task, TaskFileError, numbered=True)
 
 
 def load_tasks(path: str | Path) -> list[Task]:

@@ -61,7 +61,7 @@ def test_table_output_shows_the_statistics(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--min-hops", "5", "--max-hops", "2"], "min_hops"),
+    (["--min-hops", "5", "--max-hops", "2"], "--min-hops"),
     (["--split", "1.0"], "--split"),
     (["--workers", "0"], "--workers"),
 ])

@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from compoenv.cli_import import import_
+from compoenv.cli.importing import import_
 from compoenv.compose import Composer, ComposerConfig
 from compoenv.registry import Registry
 from compoenv.world import World

@@ -34,7 +34,7 @@ from openrlhf_rollout import (
 from compoenv.tiny_lm import tiny_lm_path
 
 from compoenv.agents import OracleAgent
-from compoenv.cli_export import prompt_record, with_tool_listing
+from compoenv.integrations.openrlhf_data import prompt_record, with_tool_listing
 from compoenv.compose import Composer, ComposerConfig
 from compoenv.env import CompoWorldEnv
 from compoenv.integrations.openrlhf import AgentExecutor, AgentInstance, Settings

@@ -5,8 +5,7 @@
     compoenv sft --tasks tasks.jsonl --trajectories runs.jsonl -o sft.jsonl --ray auto
 
 Only trajectories that pass the rubric (every required criterion) are written, in the format
-of DESIGN.md; the counts go to stdout (a table, or JSON with ``--json``).
-Registered in ``compoenv.cli`` with ``main.add_command(sft)``.
+of docs/architecture.md; the counts go to stdout (a table, or JSON with ``--json``).
 """
 
 from __future__ import annotations
@@ -19,27 +18,19 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from compoenv.cli.common import composer_config, composer_options, output_option
+
 __all__ = ["sft"]
 
 
 @click.command()
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="The SFT JSONL file to write.")
+@output_option("The SFT JSONL file to write.")
 @click.option("--tasks", "tasks_path", type=click.Path(exists=True, dir_okay=False),
               default=None, help="Play the oracle on the tasks of this JSONL file.")
 @click.option("--num", type=click.IntRange(min=0), default=None,
               help="Compose this many tasks for the oracle [default: 100 unless --tasks or "
                    "--trajectories is given].")
-@click.option("--seed", default=0, show_default=True, help="Generation seed (with --num).")
-@click.option("--min-hops", default=2, show_default=True)
-@click.option("--max-hops", default=4, show_default=True)
-@click.option("--min-services", default=2, show_default=True)
-@click.option("--motifs", default=None, help="Comma-separated motifs composed tasks may use.")
-@click.option("--distractors", default=0, show_default=True,
-              help="Unrelated services recorded per composed task (listed in gateway mode).")
-@click.option("--world-model", default=None, envvar="COMPOENV_WORLD_MODEL",
-              help="Who answers spec-only tools: offline (default), endpoint, "
-                   "endpoint:<base_url>, transformers:<path>.")
+@composer_options
 @click.option("--mode", type=click.Choice(["direct", "gateway"]), default="direct",
               show_default=True, help="Tools the trajectories list: the task's, or meta-tools.")
 @click.option("--thoughts", type=click.Choice(["reasoning", "content", "none"]),
@@ -57,15 +48,14 @@ __all__ = ["sft"]
 @click.option("--ray", "ray_address", default=None, metavar="ADDRESS",
               help="Compose and roll out on Ray: a cluster address, or 'local'.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
-def sft(output: str, tasks_path: str | None, num: int | None, seed: int, min_hops: int,
-        max_hops: int, min_services: int, motifs: str | None, distractors: int,
-        world_model: str | None, mode: str, thoughts: str, trajectory_paths: tuple[str, ...],
-        min_rubric_score: float | None, workers: int | None, ray_address: str | None,
-        as_json: bool) -> None:
+def sft(output: Any, tasks_path: str | None, num: int | None, mode: str, thoughts: str,
+        trajectory_paths: tuple[str, ...], min_rubric_score: float | None, workers: int | None,
+        ray_address: str | None, as_json: bool, **flags: Any) -> None:
     """Write verified trajectories (oracle and passing agent runs) as SFT data."""
+    from compoenv.registry import Registry
     from compoenv.sft import filter_trajectories, oracle_sft
-    from compoenv.task import TaskFileError, load_tasks
-    from compoenv.trajectory import TrajectoryFileError, save_trajectories
+    from compoenv.task_check import load_checked
+    from compoenv.trajectory import save_trajectories
 
     if tasks_path and num is not None:
         raise click.UsageError("give --tasks FILE or --num N, not both")
@@ -73,32 +63,23 @@ def sft(output: str, tasks_path: str | None, num: int | None, seed: int, min_hop
         raise click.BadParameter("only applies to --trajectories", param_hint="'--min-rubric-score'")
     if num is None and not tasks_path and not trajectory_paths:
         num = 100
-    from compoenv.cli import _check_world_model
-
-    _check_world_model(world_model)  # an unbuildable world model is a usage error, up front
+    seed, world_model = flags.pop("seed"), flags["world_model"]
+    config = composer_config(**flags)  # a bad flag or world model is a usage error, up front
     start = time.perf_counter()
-    summary: dict[str, Any] = {"output": output, "mode": mode, "thoughts": thoughts}
+    summary: dict[str, Any] = {"output": str(output), "mode": mode, "thoughts": thoughts}
     records: list[dict[str, Any]] = []
     started_ray = _start_ray(ray_address, workers)
     try:
         if tasks_path or num:
-            try:
-                tasks = (load_tasks(tasks_path) if tasks_path else
-                         _compose(num or 0, seed, workers, ray_address, min_hops=min_hops,
-                                  max_hops=max_hops, min_services=min_services, motifs=motifs,
-                                  distractors=distractors, world_model=world_model))
-            except TaskFileError as exc:
-                raise click.ClickException(str(exc)) from None
+            tasks = (load_checked(tasks_path, Registry.default()) if tasks_path else
+                     _compose(num or 0, seed, workers, ray_address, config))
             env_kwargs = {"world_model": world_model} if world_model else {}
             kept, counts = oracle_sft(tasks, mode=mode, style=thoughts, workers=workers or 1,
                                       ray_address=ray_address, env_kwargs=env_kwargs)
             records += kept
             summary["oracle"] = {"tasks": len(tasks), **counts}
         if trajectory_paths:
-            try:
-                kept, counts = filter_trajectories(trajectory_paths, min_rubric_score)
-            except TrajectoryFileError as exc:
-                raise click.ClickException(str(exc)) from None
+            kept, counts = filter_trajectories(trajectory_paths, min_rubric_score)
             records += kept
             summary["trajectories"] = {"files": list(trajectory_paths), **counts}
     finally:
@@ -132,11 +113,9 @@ def _start_ray(address: str | None, workers: int | None) -> bool:
 
 
 def _compose(num: int, seed: int, workers: int | None, ray_address: str | None,
-             **flags: Any) -> list[Any]:
-    from compoenv.cli import _composer_config
+             config: Any) -> list[Any]:
     from compoenv.compose.parallel import generate_parallel
 
-    config = _composer_config(**flags)
     try:
         tasks, _ = generate_parallel(num, seed, config, workers=workers or 1,
                                      ray_address=ray_address)

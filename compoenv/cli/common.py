@@ -1,0 +1,105 @@
+"""What every ``compoenv`` subcommand shares: checked paths, world models, composer flags, extras."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import fields
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+
+__all__ = ["OutputPath", "output_option", "check_world_model", "composer_config", "require",
+           "composer_options", "world_model_option"]
+
+
+class OutputPath(click.Path):
+    """A file the command will write: not a directory, in a directory that exists and is
+    writable, checked before any work starts."""
+
+    def __init__(self) -> None:
+        super().__init__(dir_okay=False, path_type=Path)
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        path = Path(super().convert(value, param, ctx))
+        if str(path) in ("-", os.devnull):
+            return path
+        parent = path.parent if str(path.parent) else Path(".")
+        if not parent.is_dir():
+            self.fail(f"{str(path)!r}: directory {str(parent)!r} does not exist; create it "
+                      f"first (mkdir -p {parent})", param, ctx)
+        if path.exists() and not os.access(path, os.W_OK):
+            self.fail(f"{str(path)!r} exists and is not writable", param, ctx)
+        if not path.exists() and not os.access(parent, os.W_OK | os.X_OK):
+            self.fail(f"{str(path)!r}: directory {str(parent)!r} is not writable", param, ctx)
+        return path
+
+
+def output_option(help: str, required: bool = True) -> Callable[[Any], Any]:
+    return click.option("-o", "--output", required=required, type=OutputPath(), help=help)
+
+
+def world_model_option() -> Callable[[Any], Any]:
+    return click.option("--world-model", default=None, envvar="COMPOENV_WORLD_MODEL",
+                        help="Who answers spec-only tools: offline (default), endpoint, "
+                             "endpoint:<base_url>, transformers:<path>.")
+
+
+def composer_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The composer's flags, the same in every command that composes tasks."""
+    for option in reversed((
+        click.option("--seed", default=0, show_default=True, help="Generation seed."),
+        click.option("--min-hops", type=click.IntRange(min=1), default=2, show_default=True,
+                     help="Fewest tool calls in a solution."),
+        click.option("--max-hops", type=click.IntRange(min=1), default=4, show_default=True,
+                     help="Most tool calls in a solution."),
+        click.option("--min-services", type=click.IntRange(min=1), default=2,
+                     show_default=True, help="Fewest services a task touches."),
+        click.option("--motifs", default=None,
+                     help="Comma-separated motifs tasks may use (default: all)."),
+        click.option("--distractors", type=click.IntRange(min=0), default=0, show_default=True,
+                     help="Unrelated services recorded per task (listed in gateway mode)."),
+        world_model_option(),
+    )):
+        func = option(func)
+    return func
+
+
+def check_world_model(spec: str | None) -> None:
+    """Fail early, as a usage error, on a world model that cannot be built."""
+    if spec in (None, "", "offline"):
+        return
+    from compoenv.worldmodel.config import world_model_from
+
+    try:
+        world_model_from(spec)
+    except (ValueError, ImportError) as exc:
+        raise click.BadParameter(str(exc), param_hint="'--world-model'") from None
+
+
+def composer_config(**flags: Any) -> Any:
+    """A ComposerConfig from CLI flags (a bad combination is a usage error naming the flags)."""
+    from compoenv.compose import ComposerConfig
+
+    check_world_model(flags.get("world_model"))
+    motifs = flags.pop("motifs", None)
+    if motifs is not None:
+        flags["motifs"] = tuple(m.strip() for m in motifs.split(",") if m.strip())
+    known = {f.name for f in fields(ComposerConfig)}
+    try:
+        return ComposerConfig(**{k: v for k, v in flags.items() if k in known})
+    except ValueError as exc:
+        message = str(exc).replace("min_hops", "--min-hops").replace("max_hops", "--max-hops")
+        message = message.replace("min_services", "--min-services")
+        raise click.UsageError(message) from None
+
+
+def require(module: str, extra: str, what: str) -> Any:
+    """Import ``module`` or stop with the extra to install (``what`` needs it)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise click.ClickException(f"{what} needs {module}: pip install 'compoenv[{extra}]'"
+                                   ) from None

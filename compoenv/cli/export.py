@@ -1,0 +1,107 @@
+"""``compoenv export``: tasks and SFT trajectories as the JSONL that OpenRLHF's trainers read.
+
+    compoenv export openrlhf --tasks tasks.jsonl -o prompts.jsonl [--tokenizer PATH] [--mode direct]
+    compoenv export openrlhf-sft --sft sft.jsonl -o openrlhf_sft.jsonl
+
+``openrlhf`` writes one prompt per task for ``openrlhf.cli.train_ppo_ray`` with
+``--data.input_key prompt --data.label_key label``: with ``--tokenizer`` the prompt is the text
+of the tokenizer's chat template (messages and tools, generation prompt added); without it the
+prompt stays a message list for ``--data.apply_chat_template``, which renders no ``tools``, so
+the tool listing goes into the system message. The label is the task JSON that
+``rl/openrlhf_agent.py`` builds each episode from. ``openrlhf-sft`` turns the trajectories of
+``compoenv sft`` into ``messages`` records for ``openrlhf.cli.train_sft --data.multiturn``
+(which also renders no ``tools``), tool calls written as the ``<tool_call>`` text the prompts
+ask for (the records: ``compoenv.integrations.openrlhf_data``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+
+from compoenv.cli.common import output_option, require
+from compoenv.env import MODES, CompoWorldEnv
+from compoenv.integrations.openrlhf_data import prompt_record, sft_record
+from compoenv.registry import Registry
+from compoenv.task_check import load_checked
+
+__all__ = ["export"]
+
+
+def _jsonl(path: Path) -> Iterator[tuple[int, Any]]:
+    with open(path, encoding="utf-8", errors="strict") as fh:
+        for number, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                yield number, json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise click.ClickException(f"{path}:{number}: invalid JSON ({exc.msg} at column "
+                                           f"{exc.colno})") from None
+
+
+@click.group("export")
+def export() -> None:
+    """Write compoenv tasks and trajectories in the formats training frameworks read."""
+
+
+@export.command("openrlhf")
+@click.option("--tasks", "tasks_path", required=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Task JSONL (compoenv generate).")
+@output_option("The prompt JSONL file to write.")
+@click.option("--tokenizer", default=None, metavar="PATH",
+              help="Render prompts with this tokenizer's chat template (a local path or hub "
+                   "name); default: keep messages for --data.apply_chat_template.")
+@click.option("--mode", type=click.Choice(MODES), default="direct", show_default=True,
+              help="Tool listing; the RL run needs COMPOENV_MODE set to the same.")
+def openrlhf(tasks_path: Path, output: Path, tokenizer: str | None, mode: str) -> None:
+    """Prompt JSONL for openrlhf.cli.train_ppo_ray (keys: prompt, label)."""
+    tok = None
+    if tokenizer is not None:
+        transformers = require("transformers", "llm", "--tokenizer")
+        try:
+            tok = transformers.AutoTokenizer.from_pretrained(tokenizer)
+        except (OSError, ValueError) as exc:
+            raise click.ClickException(f"cannot load tokenizer {tokenizer!r}: "
+                                       f"{str(exc).splitlines()[0]}") from None
+        if not getattr(tok, "chat_template", None):
+            raise click.ClickException(f"tokenizer {tokenizer!r} has no chat template; drop "
+                                       "--tokenizer to export messages instead")
+    registry = Registry.default()
+    tasks = load_checked(tasks_path, registry)  # every task playable here, before writing
+    env = CompoWorldEnv(mode=mode, registry=registry)
+    count = 0
+    with open(output, "w", encoding="utf-8") as fh:
+        for count, task in enumerate(tasks, 1):
+            fh.write(json.dumps(prompt_record(task, mode, tok, env)) + "\n")
+    keys = "--data.input_key prompt --data.label_key label" + (
+        "" if tok else " --data.apply_chat_template")
+    click.echo(f"{count} prompts -> {output} (OpenRLHF: {keys}; COMPOENV_MODE={mode})",
+               err=True)
+
+
+@export.command("openrlhf-sft")
+@click.option("--sft", "sft_path", required=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Trajectory JSONL (compoenv sft).")
+@output_option("The SFT JSONL file to write.")
+@click.option("--calls", type=click.Choice(["text", "structured"]), default="text",
+              show_default=True, help="Tool calls as <tool_call> text in the assistant turns, or "
+                                      "as OpenAI tool_calls for the chat template to render.")
+def openrlhf_sft(sft_path: Path, output: Path, calls: str) -> None:
+    """Multi-turn SFT JSONL for openrlhf.cli.train_sft (key: messages)."""
+    count = 0
+    with open(output, "w", encoding="utf-8") as fh:
+        for number, record in _jsonl(sft_path):
+            try:
+                fh.write(json.dumps(sft_record(record, calls)) + "\n")
+            except ValueError as exc:
+                raise click.ClickException(f"{sft_path}:{number}: {exc}") from None
+            count += 1
+    click.echo(f"{count} trajectories -> {output} (OpenRLHF: --data.multiturn "
+               "--data.apply_chat_template --data.input_key messages)", err=True)

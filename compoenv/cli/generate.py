@@ -1,0 +1,93 @@
+"""``compoenv generate``: compose verified tasks into a JSONL file, the same for any workers.
+
+    compoenv generate --num 1000 --seed 0 --min-hops 3 --max-hops 5 --workers 2 -o tasks.jsonl
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from compoenv.cli.common import composer_config, composer_options, output_option
+
+__all__ = ["generate"]
+
+
+@click.command()
+@click.option("--num", type=click.IntRange(min=1), default=100, show_default=True,
+              help="Tasks to compose.")
+@composer_options
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Worker processes (Ray actors with --ray)  [default: 1; all CPUs with --ray]")
+@click.option("--ray", "ray_address", default=None, metavar="ADDRESS",
+              help="Compose on Ray: a cluster address, or 'local' to start one here.")
+@click.option("--split", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
+              help="Also write <out>.train.jsonl / <out>.test.jsonl, test on unseen service "
+                   "combinations holding about this fraction of the tasks.")
+@output_option("The task JSONL file to write.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
+def generate(num: int, workers: int | None, ray_address: str | None, split: float | None,
+             output: Path, as_json: bool, **flags: Any) -> None:
+    """Compose NUM verified tasks into a JSONL file; the same file for any number of workers."""
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                               TimeElapsedColumn, TimeRemainingColumn)
+
+    from compoenv.compose.parallel import generate_parallel
+    from compoenv.compose.taskset import split_by_combination, summarize
+    from compoenv.task import save_tasks
+
+    seed = flags.pop("seed")
+    config = composer_config(**flags)
+    workers = workers if workers is not None or ray_address else 1
+    err = Console(stderr=True)
+    bar = Progress(TextColumn("composing"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("tasks · {task.fields[attempted]} seeds"), TimeElapsedColumn(),
+                   TimeRemainingColumn(), console=err, transient=True, disable=not err.is_terminal)
+    start = time.perf_counter()
+    with bar:
+        job = bar.add_task("compose", total=num, attempted=0)
+        try:
+            tasks, rejections = generate_parallel(
+                num, seed, config, workers=workers, ray_address=ray_address,
+                progress=lambda done, tried: bar.update(job, completed=done, attempted=tried))
+        except RuntimeError as exc:  # too many rejected seeds for these settings
+            raise click.ClickException(str(exc)) from None
+    save_tasks(tasks, output)
+    summary: dict[str, Any] = {"tasks": len(tasks), "output": str(output),
+                               "seconds": round(time.perf_counter() - start, 3),
+                               "workers": workers, **summarize(tasks, rejections)}
+    if split is not None:
+        try:
+            train, test = split_by_combination(tasks, test_fraction=split, seed=seed)
+        except ValueError as exc:
+            raise click.ClickException(str(exc)) from None
+        summary["split"] = {}
+        for name, part in (("train", train), ("test", test)):
+            path = f"{str(output).removesuffix('.jsonl')}.{name}.jsonl"
+            summary["split"][name] = {"output": path, "tasks": save_tasks(part, path),
+                                      "combinations": len({frozenset(t.services) for t in part})}
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+    else:
+        Console().print(_summary_table(summary))
+
+
+def _summary_table(summary: dict[str, Any]) -> Table:
+    table = Table(title=f"{summary['tasks']} tasks -> {summary['output']} "
+                        f"({summary['seconds']} s, {summary['attempted']} seeds tried)")
+    table.add_column("statistic", style="bold")
+    table.add_column("counts")
+    for key in ("hops", "services", "capabilities", "domains", "service_usage", "rejections"):
+        table.add_row(key.replace("_", " "),
+                      " · ".join(f"{k}: {v}" for k, v in summary[key].items()) or "-")
+    table.add_row("combinations", f"{summary['combinations']} distinct service sets")
+    for name, part in summary.get("split", {}).items():
+        table.add_row(name, f"{part['tasks']} tasks, {part['combinations']} combinations "
+                            f"-> {part['output']}")
+    return table

@@ -1,0 +1,168 @@
+"""``compoenv services`` and ``compoenv graph``: what the library holds and how its tools join.
+
+    compoenv services                      # every service with its tools (a table)
+    compoenv services crm email --json     # those services, tools with descriptions, as JSON
+    compoenv graph --png graph.png --services-only
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+__all__ = ["services", "graph"]
+
+
+@click.command()
+@click.argument("names", nargs=-1)
+@click.option("--json", "as_json", is_flag=True,
+              help="Print services and their tools (with descriptions) as JSON.")
+def services(names: tuple[str, ...], as_json: bool) -> None:
+    """List the registered services (or the NAMES given) with their tools."""
+    from compoenv.registry import Registry
+
+    registry = Registry.default()
+    chosen = [registry.get(n) for n in names] if names else list(registry)
+    rows = [_describe(cls) for cls in chosen]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    tools = sum(len(r["tools"]) for r in rows)
+    table = Table(title=f"{len(rows)} services, {tools} tools", show_lines=True)
+    for col in ("service", "domain", "kind", "tools (* writes)"):
+        table.add_column(col)
+    for row in rows:
+        listing = ", ".join(t["name"] + ("" if t["read_only"] else "*") for t in row["tools"])
+        table.add_row(f"[bold]{row['name']}[/bold]\n{row['description']}", row["domain"],
+                      row["kind"], f"{len(row['tools'])}: {listing}")
+    Console().print(table)
+
+
+def _describe(cls: Any) -> dict[str, Any]:
+    specs = cls.tool_specs().values()
+    return {"name": cls.name, "domain": cls.domain, "version": cls.version,
+            "kind": "spec" if "_spec_tools" in cls.__dict__ else "implemented",
+            "description": cls.description(),
+            "tools": [{"name": s.name, "qualified_name": s.qualified_name,
+                       "read_only": s.read_only, "simulated": s.simulated,
+                       "description": s.description,
+                       "required": list(s.parameters.get("required", ()))} for s in specs]}
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Dump nodes and edges as JSON.")
+@click.option("--png", type=click.Path(dir_okay=False), default=None,
+              help="Draw the graph into this PNG file (needs matplotlib).")
+@click.option("--services-only", is_flag=True,
+              help="With --png: draw services, joined by the interfaces their tools share.")
+def graph(as_json: bool, png: str | None, services_only: bool) -> None:
+    """Show the tool-dependency graph of the registry (statistics, JSON or a drawing)."""
+    from compoenv.graph import ToolGraph
+    from compoenv.registry import Registry
+
+    if services_only and not png:
+        raise click.BadParameter("only applies to a drawing: add --png FILE",
+                                 param_hint="'--services-only'")
+    tool_graph = ToolGraph(Registry.default().tools())
+    if png:
+        _draw_graph(tool_graph, png, services_only)
+        click.echo(png, err=as_json)
+    if as_json:
+        click.echo(json.dumps(tool_graph.to_json(), indent=2))
+    elif not png:
+        click.echo(json.dumps(tool_graph.stats(), indent=2))
+
+
+def _draw_graph(tool_graph: Any, path: str, services_only: bool) -> None:
+    """Draw the tool graph (tools clustered by service) or its service view into a PNG."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise click.ClickException("drawing the graph needs matplotlib: pip install matplotlib "
+                                   "(or pip install 'compoenv[viz]')") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import networkx as nx
+    from matplotlib.lines import Line2D
+
+    g = tool_graph.graph
+    services = sorted({d["service"] for _, d in g.nodes(data=True)})
+    tab = plt.get_cmap("tab10" if len(services) <= 10 else "tab20")
+    colour = {s: tab(i % tab.N) for i, s in enumerate(services)}
+    centre = {s: (math.cos(2 * math.pi * i / len(services)),
+                  math.sin(2 * math.pi * i / len(services))) for i, s in enumerate(services)}
+    fig, ax = plt.subplots(figsize=(16, 12), dpi=100)
+    if services_only:
+        view = nx.DiGraph()
+        view.add_nodes_from(services)
+        for u, v, d in g.edges(data=True):
+            su, sv = g.nodes[u]["service"], g.nodes[v]["service"]
+            if su != sv:
+                view.add_edge(su, sv, **{d["interface"]: view.get_edge_data(su, sv, {})
+                                         .get(d["interface"], 0) + 1})
+        usage = Counter(d["interface"] for *_, d in g.edges(data=True) if d["cross"])
+        itab = plt.get_cmap("tab10" if len(usage) <= 10 else "tab20")
+        iface = {n: itab(i % itab.N) for i, (n, _) in enumerate(usage.most_common())}
+        edges = list(view.edges(data=True))
+        top = [max(d, key=lambda k: (d[k], k)) for *_, d in edges]
+        nx.draw_networkx_edges(view, centre, edgelist=[(u, v) for u, v, _ in edges], ax=ax,
+                               edge_color=[iface[t] for t in top], node_size=5200, arrowsize=18,
+                               width=[1 + math.log2(sum(d.values())) for *_, d in edges],
+                               connectionstyle="arc3,rad=0.12", alpha=0.75)
+        nx.draw_networkx_edge_labels(view, centre, ax=ax, font_size=7, label_pos=0.3,
+                                     connectionstyle="arc3,rad=0.12", bbox={"alpha": 0},
+                                     edge_labels={(u, v): "/".join(sorted(d, key=d.get)[::-1])
+                                                  for u, v, d in edges})
+        sizes = Counter(d["service"] for _, d in g.nodes(data=True))
+        nx.draw_networkx_nodes(view, centre, ax=ax, node_size=5200,
+                               node_color=[colour[s] for s in services])
+        nx.draw_networkx_labels(view, centre, ax=ax, font_size=11, font_weight="bold",
+                                labels={s: f"{s}\n{sizes[s]} tools" for s in services})
+        handles = [Line2D([], [], color=c, linewidth=3, label=f"{n} ({usage[n]} tool edges)")
+                   for n, c in iface.items()]
+        title = (f"{len(services)} services, {view.number_of_edges()} service links "
+                 "(colour: interface carrying most tool edges; width: tool edges)")
+    else:
+        pos, angle = {}, {}
+        for s in services:
+            tools = sorted(n for n, d in g.nodes(data=True) if d["service"] == s)
+            for j, name in enumerate(tools):
+                angle[name] = 2 * math.pi * j / len(tools) + math.atan2(*centre[s][::-1])
+                pos[name] = (2.0 * centre[s][0] + 0.4 * math.cos(angle[name]),
+                             2.0 * centre[s][1] + 0.4 * math.sin(angle[name]))
+        simple = nx.DiGraph(g)
+        many = simple.number_of_edges() > 2000  # arrows are one patch each: lines for big graphs
+        arrows = {"arrows": False} if many else {"arrows": True, "arrowsize": 7}
+        nx.draw_networkx_edges(simple, pos, ax=ax, width=0.3 if many else 0.6,
+                               alpha=0.08 if many else 0.2, **arrows,
+                               edge_color=[colour[g.nodes[u]["service"]] for u, _ in simple.edges])
+        for read_only, shape in ((True, "o"), (False, "s")):
+            nodes = [n for n, d in g.nodes(data=True) if d["read_only"] is read_only]
+            nx.draw_networkx_nodes(g, pos, nodelist=nodes, node_shape=shape, node_size=260,
+                                   node_color=[colour[g.nodes[n]["service"]] for n in nodes],
+                                   edgecolors="black", linewidths=0.6, ax=ax)
+        for n, (x, y) in pos.items():  # labels point away from their service's centre
+            dx, dy = math.cos(angle[n]), math.sin(angle[n])
+            ax.text(x + 0.05 * dx, y + 0.05 * dy, n.split("__", 1)[1], fontsize=8,
+                    ha="left" if dx > 0.3 else "right" if dx < -0.3 else "center",
+                    va="bottom" if dy > 0.3 else "top" if dy < -0.3 else "center")
+        marks = [(colour[s], s, "o") for s in services] + [("grey", "read tool", "o"),
+                                                            ("grey", "write tool", "s")]
+        handles = [Line2D([], [], color=c, label=label, marker=m, linestyle="", markersize=11)
+                   for c, label, m in marks]
+        stats = tool_graph.stats()
+        title = (f"{stats['tools']} tools, {stats['edges']} typed edges "
+                 f"({stats['cross_service_edges']} cross-service), coloured by service")
+    ax.legend(handles=handles, title="interface" if services_only else "service",
+              loc="upper left", bbox_to_anchor=(1, 1))
+    ax.set_title(title, fontsize=14)
+    ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
