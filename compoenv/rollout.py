@@ -28,7 +28,7 @@ def run_episode(env: CompoWorldEnv, agent: Agent, *, seed: int | None = None,
     """One episode, start to finish.
 
     Returns:
-        A trajectory record: ``tools``, ``messages``, ``meta`` and ``source`` (DESIGN.md format).
+        A trajectory record: ``tools``, ``messages``, ``meta`` and ``source`` (the format of docs/architecture.md).
     """
     obs, info = env.reset(seed=seed, options=options)
     agent.reset(obs, info)

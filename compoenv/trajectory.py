@@ -1,4 +1,4 @@
-"""The trajectory record (DESIGN.md's SFT format) as pydantic models, with JSONL reading and writing."""
+"""The trajectory record (the SFT format of docs/architecture.md) as pydantic models, with JSONL reading and writing."""
 
 from __future__ import annotations
 

@@ -1,61 +1,29 @@
-"""Write a service with the decorators, register it, and compose tasks that cross into it.
+"""Check a service written with the decorators, and compose tasks that cross into it.
+
+The service lives in an installable package, examples/plugin_package (``pip install
+./examples/plugin_package`` registers it for the CLI too, through the ``compoenv.services``
+entry point); this script imports it from there directly.
 
 Run: python examples/custom_service.py
 """
 
 from __future__ import annotations
 
-from compoenv import Service, State, World, tool
+import sys
+from pathlib import Path
+
 from compoenv.compose import Composer, ComposerConfig
-from compoenv.crud import find_one, next_id
-from compoenv.interfaces import City, Date, EmailAddress, Entity, Money, PersonName
 from compoenv.registry import Registry
 from compoenv.testing import check_service
 
-
-class Gift(Entity):
-    """A gift card sent to someone (an example entity; real ones live in interfaces.py)."""
-
-    id: str
-    recipient: PersonName
-    recipient_email: EmailAddress
-    amount: Money
-    deliver_on: Date
-
-
-class GiftCards(Service):
-    """Gift cards: send a card to anyone by email, delivered on a chosen day."""
-
-    name = "giftcards"
-    domain = "commerce"
-
-    class State(State):
-        gifts: dict[str, Gift] = {}
-        shops: dict[str, str] = {}  # city -> the partner shop there
-
-    def seed(self, world: World) -> GiftCards.State:
-        rng = world.rng(self.name)
-        return self.State(shops={c.name: f"{rng.choice(['Corner', 'Main Street'])} Gifts"
-                                 for c in world.cities})
-
-    @tool(read_only=True, phrase="find the gift shop in {city}")
-    def shop_in(self, city: City) -> str:
-        """Name the partner gift shop in a city."""
-        return find_one(self.state.shops, city, str, "city")  # 404 with "did you mean"
-
-    @tool(phrase="send a gift card worth {amount} to {recipient} ({recipient_email}) for {deliver_on}")
-    def send_gift(self, recipient: PersonName, recipient_email: EmailAddress, amount: Money,
-                  deliver_on: Date) -> Gift:
-        """Send a gift card by email."""
-        gift = Gift(id=next_id("G-", self.state.gifts), recipient=recipient,
-                    recipient_email=recipient_email, amount=amount, deliver_on=deliver_on)
-        self.state.gifts[gift.id] = gift
-        return gift
+sys.path.insert(0, str(Path(__file__).resolve().with_name("plugin_package")))
+from compoenv_giftcards import GiftCards  # noqa: E402  (installed or not)
 
 
 def main() -> None:
     check_service(GiftCards)  # the library's conventions: phrases, interfaces, seeding
-    registry = Registry([*Registry.default(), GiftCards])
+    registry = Registry(service for service in Registry.default() if service.name != "giftcards")
+    registry.add(GiftCards)
     composer = Composer(registry, ComposerConfig(services=("contacts", "giftcards", "bank")))
     for task in composer.generate(3, seed=1):
         print(f"[{', '.join(task.services)}] {task.instruction}")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from click.testing import CliRunner
 
 from compoenv.cli import main
@@ -53,3 +55,91 @@ def test_a_world_model_that_cannot_be_built_is_a_usage_error(monkeypatch):
     for command in (["demo", "--num", "1"], ["generate", "--num", "1", "-o", "/dev/null"]):
         result = CliRunner().invoke(main, [*command, "--world-model", "endpoint"])
         assert result.exit_code == 2 and "COMPOENV_LLM_BASE_URL" in result.output
+
+
+def _no_traceback(result) -> None:
+    assert "Traceback" not in result.output, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+
+
+@pytest.mark.parametrize("args, message", [
+    (["demo", "--num", "0"], "--num"),
+    (["demo", "--min-hops", "4", "--max-hops", "2"], "--min-hops"),
+    (["generate", "--num", "0", "-o", "x.jsonl"], "--num"),
+    (["generate", "-o", "missing_dir/tasks.jsonl"], "does not exist"),
+    (["generate", "-o", "."], "is a directory"),
+    (["sft", "--tasks", ".", "-o", "sft.jsonl"], "is a directory"),
+    (["sft", "--num", "3", "-o", "missing_dir/sft.jsonl"], "does not exist"),
+    (["export", "openrlhf", "--tasks", "nope.jsonl", "-o", "p.jsonl"], "does not exist"),
+    (["demo", "--tasks", "3"], "does not exist"),
+    (["services", "contactz"], "Did you mean 'contacts'?"),
+])
+def test_usage_errors_are_one_line_with_the_fix(tmp_path, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code in (1, 2), result.output
+    assert message in result.output and "Error:" in result.output
+    _no_traceback(result)
+    assert not list(tmp_path.iterdir())  # nothing written before the check
+
+
+def test_output_paths_are_checked_before_any_work_starts(tmp_path, monkeypatch):
+    import compoenv.compose.parallel as parallel
+
+    def never(*args, **kwargs):
+        raise AssertionError("composed before checking the output path")
+
+    monkeypatch.setattr(parallel, "generate_parallel", never)
+    result = CliRunner().invoke(main, ["generate", "--num", "5", "-o",
+                                       str(tmp_path / "no" / "tasks.jsonl")])
+    assert result.exit_code == 2 and "mkdir -p" in result.output
+
+
+def test_a_missing_extra_names_what_to_install(tmp_path, monkeypatch, tasks50):
+    import sys
+
+    from compoenv.task import save_tasks
+
+    save_tasks(tasks50[:1], tmp_path / "t.jsonl")
+    monkeypatch.setitem(sys.modules, "transformers", None)  # as if not installed
+    result = CliRunner().invoke(main, ["export", "openrlhf", "--tasks", str(tmp_path / "t.jsonl"),
+                                       "-o", str(tmp_path / "p.jsonl"), "--tokenizer", "x"])
+    assert result.exit_code == 1
+    assert "--tokenizer needs transformers: pip install 'compoenv[llm]'" in result.output
+
+
+def test_a_task_file_for_another_library_is_an_error_naming_the_line(tmp_path, tasks50):
+    from compoenv.task import save_tasks
+
+    bad = tasks50[1].model_copy(update={"services": [*tasks50[1].services, "gone"]})
+    save_tasks([tasks50[0], bad], tmp_path / "t.jsonl")
+    for command in (["demo", "--tasks"], ["sft", "-o", str(tmp_path / "s.jsonl"), "--tasks"],
+                    ["export", "openrlhf", "-o", str(tmp_path / "p.jsonl"), "--tasks"]):
+        result = CliRunner().invoke(main, [*command, str(tmp_path / "t.jsonl")])
+        assert result.exit_code == 1, result.output
+        assert "t.jsonl:2: task" in result.output and "Unknown service 'gone'" in result.output
+        _no_traceback(result)
+
+
+def test_demo_plays_a_task_file(tmp_path, tasks50):
+    from compoenv.task import save_tasks
+
+    save_tasks(tasks50[:3], tmp_path / "t.jsonl")
+    result = CliRunner().invoke(main, ["demo", "--tasks", str(tmp_path / "t.jsonl"), "--json"])
+    summary = json.loads(result.output)
+    assert [r["task"] for r in summary["rows"]] == [t.id for t in tasks50[:3]]
+    assert summary["oracle_mean"] == 1.0
+
+
+def test_services_lists_every_service_with_its_tools():
+    table = CliRunner().invoke(main, ["services"])
+    assert table.exit_code == 0 and "find_contact" in table.output and "send_email" in table.output
+    listing = json.loads(CliRunner().invoke(main, ["services", "--json"]).output)
+    from compoenv.registry import Registry
+
+    registry = Registry.default()
+    assert [s["name"] for s in listing] == [cls.name for cls in registry]
+    assert sum(len(s["tools"]) for s in listing) == len(registry.tools())
+    contacts = next(s for s in listing if s["name"] == "contacts")
+    assert contacts["kind"] == "implemented" and contacts["tools"][0]["description"]
+    assert next(s for s in listing if s["name"] == "crm")["kind"] == "spec"

@@ -1,4 +1,4 @@
-"""SFT data: verified trajectories in DESIGN.md's format, with thoughts, loadable and renderable."""
+"""SFT data: verified trajectories in the trajectory format of docs/architecture.md, with thoughts, loadable and renderable."""
 
 from __future__ import annotations
 

@@ -130,7 +130,7 @@ class _ToolEnvBase:
 
     @property
     def trajectory(self) -> dict[str, Any]:
-        """The rollout so far in DESIGN.md's trajectory format (with the final reply once
+        """The rollout so far in the trajectory format (docs/architecture.md) (with the final reply once
         scored)."""
         if self._task is None:
             raise RuntimeError("call reset(**row) first")
