@@ -60,6 +60,21 @@ def test_table_output_shows_the_statistics(tmp_path):
         assert word in result.stdout
 
 
+def test_table_shows_the_top_tools_after_each_reason():
+    from rich.console import Console
+
+    from compoenv.cli.generate import _summary_table
+
+    stats = {k: {} for k in ("hops", "services", "capabilities", "domains", "service_usage")}
+    summary = {**stats, "tasks": 1, "output": "t.jsonl", "seconds": 0.1, "attempted": 6,
+               "combinations": 1, "rejections": {"dead_end": 4, "leak": 1},
+               "rejections_by_tool": {"dead_end": {"crm__get_lead": 3, "bank__pay": 1}}}
+    console = Console(width=200, record=True)
+    console.print(_summary_table(summary))
+    text = console.export_text()
+    assert "dead_end: 4 (crm__get_lead 3, bank__pay 1) · leak: 1" in text
+
+
 @pytest.mark.parametrize("args, message", [
     (["--min-hops", "5", "--max-hops", "2"], "--min-hops"),
     (["--split", "1.0"], "--split"),

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 from compoenv.compose import Composer, ComposerConfig, Rejected, replay, verify_task
+from compoenv.compose.doctor import REASONS
 from compoenv.compose.verify import verify_walk
 from compoenv.compose.walk import Binding, Step, Walk
-from compoenv.registry import Registry
+from compoenv.registry import Registry, RegistryError
 from compoenv.task import Call, StateCriterion
 
 
@@ -90,6 +93,44 @@ def test_rejections_are_counted_by_reason():
     composer = Composer()
     list(composer.generate(10, seed=0))
     assert composer.rejections and all(isinstance(k, str) for k in composer.rejections)
+
+
+def test_rejections_name_the_tool_at_fault_beside_the_reason_counts():
+    composer = Composer(config=ComposerConfig(min_hops=4, max_hops=5))
+    list(composer.generate(30, seed=1))
+    assert composer.rejections_by_tool
+    for (reason, tool), count in composer.rejections_by_tool.items():
+        assert reason in composer.rejections and tool in composer.graph.specs and count >= 1
+    named = {r for r, _ in composer.rejections_by_tool} - {"start_failed"}
+    for reason in named:  # one tool per seed, except start_failed (each start tried)
+        assert sum(c for (r, _), c in composer.rejections_by_tool.items() if r == reason) \
+            == composer.rejections[reason]
+
+
+def test_rejected_keeps_its_tools_through_pickling():
+    import pickle
+
+    again = pickle.loads(pickle.dumps(Rejected("dead_end", "after 2", ("crm__get_lead",))))
+    assert (again.reason, again.detail, again.tools) == ("dead_end", "after 2", ("crm__get_lead",))
+    assert Rejected("leak").tools == ()
+
+
+def test_required_services_are_in_every_task_and_checked():
+    tasks = list(Composer(config=ComposerConfig(require=("parking",))).generate(5, seed=3))
+    assert len(tasks) == 5 and all("parking" in t.services for t in tasks)
+    with pytest.raises(RegistryError, match="Did you mean"):
+        Composer(config=ComposerConfig(require=("parkin",)))
+    with pytest.raises(ValueError, match="not in services"):
+        ComposerConfig(services=("email", "calendar"), require=("parking",))
+
+
+def test_dropped_calls_are_counted_by_reason_and_tool_only_when_asked():
+    composer = Composer(config=ComposerConfig(require=("email",)))
+    assert composer.misses is None
+    composer.misses = Counter()
+    list(composer.generate(5, seed=2))
+    assert composer.misses and all(why in REASONS and tool in composer.graph.specs
+                                   for why, tool in composer.misses)
 
 
 def test_verifier_rejects_a_trivially_solvable_task(task):

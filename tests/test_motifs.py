@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 
 import pytest
 
 from compoenv.agents import OracleAgent
-from compoenv.compose import MOTIFS, Composer, ComposerConfig, replay
+from compoenv.compose import MOTIFS, Composer, ComposerConfig, Rejected, replay
+from compoenv.compose.motifs import aggregate, fan_out
+from compoenv.compose.walk import Binding, Walker
 from compoenv.env import CompoWorldEnv
+from compoenv.graph import ToolGraph
+from compoenv.registry import Registry
 from compoenv.rollout import run_episode
+from compoenv.session import Session
+from compoenv.world import World
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +97,31 @@ def test_oracle_solves_every_motif_task_through_the_text_interface(tasks300):
         if set(t.capabilities) & {"aggregation", "fan-out", "cross-service-constraint"}:
             traj = run_episode(env, OracleAgent(per_action=2), options={"index": i})
             assert traj["meta"]["rubric_score"] == 1.0, t.id
+
+
+def city_list_walker(tool: str) -> Walker:
+    """A walker whose first step is ``tool``'s list of 2+ items for some city."""
+    registry = Registry.default()
+    graph = ToolGraph(registry.tools())
+    spec = graph.specs[tool]
+    session = Session(list(registry), World.get(0))
+    walker = Walker(graph, session, random.Random(0), allowed={spec.service})
+    for city in session.world.cities:
+        if walker.execute(spec, [Binding("city", city.name)], fits=lambda found: len(found) > 1):
+            return walker
+    raise AssertionError(f"{tool} found no list of 2+ items")
+
+
+def test_a_motif_that_cannot_use_a_list_names_the_list_tool():
+    walker = city_list_walker("pharmacy__find_pharmacies")  # items have no number or date
+    with pytest.raises(Rejected) as info:
+        aggregate(walker, 0, report=False)
+    assert (info.value.reason, info.value.tools) == ("no_aggregate",
+                                                     ("pharmacy__find_pharmacies",))
+    with pytest.raises(Rejected) as info:  # its writes lie in services it may not use
+        fan_out(walker, 0)
+    assert (info.value.reason, info.value.tools) == ("no_fan_out",
+                                                     ("pharmacy__find_pharmacies",))
 
 
 def test_distractors_are_unused_services_recorded_in_the_task():

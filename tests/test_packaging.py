@@ -94,3 +94,6 @@ def test_an_installed_service_package_joins_the_library(venv, tmp_path):
                               cwd=tmp_path, env=_clean_env()))
     assert [s["name"] for s in listing] == ["giftcards"]
     assert {t["name"] for t in listing[0]["tools"]} == {"shop_in", "gifts_for", "send_gift"}
+    report = json.loads(_run(venv / "bin" / "compoenv", "doctor", "giftcards", "--tasks", "3",
+                             "--json", cwd=tmp_path, env=_clean_env()))
+    assert report["used"] and report["composition"]["composed"] >= 1

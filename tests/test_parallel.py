@@ -23,22 +23,31 @@ def default_registry() -> Registry:
 
 
 @pytest.fixture(scope="module")
-def sequential() -> tuple[list[Task], Counter[str]]:
+def composer() -> Composer:
     composer = Composer(config=CONFIG)
-    return list(composer.generate(N, seed=SEED)), composer.rejections
+    composer.tasks = list(composer.generate(N, seed=SEED))  # type: ignore[attr-defined]
+    return composer
+
+
+@pytest.fixture(scope="module")
+def sequential(composer) -> tuple[list[Task], Counter[str]]:
+    return composer.tasks, composer.rejections
 
 
 @pytest.mark.parametrize("workers", [1, 2, 3])
-def test_parallel_generation_equals_sequential(sequential, workers):
+def test_parallel_generation_equals_sequential(sequential, composer, workers):
     progress: list[tuple[int, int]] = []
+    by_tool: Counter[tuple[str, str]] = Counter()
     tasks, rejections = generate_parallel(
         N, SEED, CONFIG, workers=workers, chunk=4,
         registry_factory=default_registry if workers == 2 else None,
-        progress=lambda accepted, attempted: progress.append((accepted, attempted)))
+        progress=lambda accepted, attempted: progress.append((accepted, attempted)),
+        rejections_by_tool=by_tool)
     expected, expected_rejections = sequential
     assert [t.id for t in tasks] == [t.id for t in expected]
     assert tasks == expected
     assert rejections == expected_rejections
+    assert by_tool == composer.rejections_by_tool  # the tools at fault merge in order too
     attempted = len(expected) + sum(expected_rejections.values())
     assert progress[-1] == (N, attempted)
     assert progress == sorted(progress)
@@ -82,14 +91,18 @@ class FakeComposer:
 def fake(monkeypatch):
     monkeypatch.setattr(parallel, "Composer", FakeComposer)
     FakeComposer.calls = 0
-    FakeComposer.failures = {3: Rejected("dead_end"), 6: KeyError("boom")}
+    FakeComposer.failures = {3: Rejected("dead_end", tools=("bank__get_account",)),
+                             6: KeyError("boom")}
     return FakeComposer
 
 
 def test_errors_past_the_last_needed_index_are_never_raised(fake):
-    tasks, rejections = generate_parallel(5, SEED, workers=1, chunk=64)
+    by_tool: Counter[tuple[str, str]] = Counter()
+    tasks, rejections = generate_parallel(5, SEED, workers=1, chunk=64,
+                                          rejections_by_tool=by_tool)
     assert [t.instruction for t in tasks] == [f"task {i}" for i in (0, 1, 2, 4, 5)]
     assert rejections == Counter({"dead_end": 1})
+    assert by_tool == Counter({("dead_end", "bank__get_account"): 1})
     assert fake.calls == 6                      # in-process composition is lazy
 
 
@@ -104,6 +117,7 @@ def test_compose_range_reports_each_outcome(fake):
     outcomes = compose_range(FakeComposer(), SEED, 2, 7)
     assert [o[0] is not None for o in outcomes] == [True, False, True, True, False]
     assert outcomes[1][1] == "dead_end" and isinstance(outcomes[4][2], KeyError)
+    assert outcomes[1].tools == ("bank__get_account",) and outcomes[0].tools == ()
 
 
 def test_unpicklable_worker_errors_become_runtime_errors_with_the_traceback():
@@ -118,10 +132,12 @@ def test_unpicklable_worker_errors_become_runtime_errors_with_the_traceback():
     assert isinstance(parallel._portable(ValueError("x")), ValueError)
 
 
-def test_ray_actors_give_the_same_tasks(sequential):
+def test_ray_actors_give_the_same_tasks(sequential, composer):
     ray = pytest.importorskip("ray")
     assert not ray.is_initialized()
+    by_tool: Counter[tuple[str, str]] = Counter()
     tasks, rejections = generate_parallel(N, SEED, CONFIG, workers=2, ray_address="local",
-                                          chunk=4)
+                                          chunk=4, rejections_by_tool=by_tool)
     assert (tasks, rejections) == sequential
+    assert by_tool == composer.rejections_by_tool
     assert not ray.is_initialized()             # the local Ray it started is shut down

@@ -146,6 +146,21 @@ def test_summarize_counts_hops_services_capabilities_domains_and_rejections():
     assert json.loads(json.dumps(summary)) == summary
 
 
+def test_summarize_lists_the_top_tools_of_each_reason_by_count_then_name():
+    by_tool = Counter({("dead_end", "crm__get_lead"): 3, ("dead_end", "bank__pay"): 3,
+                       ("dead_end", "email__send"): 1, ("nothing_to_report", "maps__route"): 2,
+                       ("start_failed", "shop__find"): 9})
+    stats = TaskSetStats.from_tasks([], Counter({"dead_end": 7, "nothing_to_report": 2,
+                                                 "start_failed": 4}), by_tool, top=2)
+    assert stats.rejections_by_tool == {"start_failed": {"shop__find": 9},
+                                        "dead_end": {"bank__pay": 3, "crm__get_lead": 3},
+                                        "nothing_to_report": {"maps__route": 2}}
+    assert list(stats.rejections_by_tool) == ["start_failed", "dead_end", "nothing_to_report"]
+    assert summarize([], {"dead_end": 1}, {("dead_end", "x__y"): 1})["rejections_by_tool"] == {
+        "dead_end": {"x__y": 1}}
+    assert summarize([])["rejections_by_tool"] == {}
+
+
 def test_stats_of_nothing():
     stats = TaskSetStats.from_tasks([])
     assert stats.tasks == 0 and stats.attempted == 0 and stats.combinations == 0

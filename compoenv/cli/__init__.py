@@ -1,6 +1,6 @@
 """The ``compoenv`` command: one module per subcommand group, errors as one line each.
 
-Subcommands: ``demo``, ``generate``, ``services``, ``graph``, ``sft``, ``export``,
+Subcommands: ``demo``, ``generate``, ``services``, ``doctor``, ``graph``, ``sft``, ``export``,
 ``import``. A usage error or a bad input file ends with ``Error: ...`` and the fix, exit status
 1 or 2, never a traceback (``CompoenvGroup.invoke`` is the one place that translates them).
 """
@@ -43,13 +43,14 @@ def main() -> None:
 
 def _register() -> None:
     from compoenv.cli.demo import demo
+    from compoenv.cli.doctor import doctor
     from compoenv.cli.export import export
     from compoenv.cli.generate import generate
     from compoenv.cli.importing import import_
     from compoenv.cli.library import graph, services
     from compoenv.cli.sft import sft
 
-    for command in (demo, generate, services, graph, sft, export, import_):
+    for command in (demo, generate, services, graph, sft, export, import_, doctor):
         main.add_command(command)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,7 @@ def generate(num: int, workers: int | None, ray_address: str | None, split: floa
     seed = flags.pop("seed")
     config = composer_config(**flags)
     workers = workers if workers is not None or ray_address else 1
+    by_tool: Counter[tuple[str, str]] = Counter()
     err = Console(stderr=True)
     bar = Progress(TextColumn("composing"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("tasks · {task.fields[attempted]} seeds"), TimeElapsedColumn(),
@@ -55,13 +57,14 @@ def generate(num: int, workers: int | None, ray_address: str | None, split: floa
         try:
             tasks, rejections = generate_parallel(
                 num, seed, config, workers=workers, ray_address=ray_address,
-                progress=lambda done, tried: bar.update(job, completed=done, attempted=tried))
+                progress=lambda done, tried: bar.update(job, completed=done, attempted=tried),
+                rejections_by_tool=by_tool)
         except RuntimeError as exc:  # too many rejected seeds for these settings
             raise click.ClickException(str(exc)) from None
     save_tasks(tasks, output)
     summary: dict[str, Any] = {"tasks": len(tasks), "output": str(output),
                                "seconds": round(time.perf_counter() - start, 3),
-                               "workers": workers, **summarize(tasks, rejections)}
+                               "workers": workers, **summarize(tasks, rejections, by_tool)}
     if split is not None:
         try:
             train, test = split_by_combination(tasks, test_fraction=split, seed=seed)
@@ -83,11 +86,23 @@ def _summary_table(summary: dict[str, Any]) -> Table:
                         f"({summary['seconds']} s, {summary['attempted']} seeds tried)")
     table.add_column("statistic", style="bold")
     table.add_column("counts")
-    for key in ("hops", "services", "capabilities", "domains", "service_usage", "rejections"):
+    for key in ("hops", "services", "capabilities", "domains", "service_usage"):
         table.add_row(key.replace("_", " "),
                       " · ".join(f"{k}: {v}" for k, v in summary[key].items()) or "-")
+    table.add_row("rejections", _rejections(summary) or "-")
     table.add_row("combinations", f"{summary['combinations']} distinct service sets")
     for name, part in summary.get("split", {}).items():
         table.add_row(name, f"{part['tasks']} tasks, {part['combinations']} combinations "
                             f"-> {part['output']}")
     return table
+
+
+def _rejections(summary: dict[str, Any]) -> str:
+    """``dead_end: 12 (crm__get_lead 5, bank__pay 3) · leak: 2``: each reason with the tools at
+    fault most often, where the reason names tools."""
+    by_tool = summary.get("rejections_by_tool", {})
+    parts = []
+    for reason, count in summary["rejections"].items():
+        tools = ", ".join(f"{t} {c}" for t, c in list(by_tool.get(reason, {}).items())[:3])
+        parts.append(f"{reason}: {count}" + (f" ({tools})" if tools else ""))
+    return " · ".join(parts)

@@ -6,7 +6,7 @@ import hashlib
 import random
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 from compoenv.compose.render import render_instruction
 from compoenv.compose.rewrite import RewriteStats, rewrite_instruction
@@ -34,6 +34,8 @@ class ComposerConfig:
         max_hops: Most tool calls in the solution.
         min_services: Fewest distinct services the solution must touch.
         services: Restrict walks to these services (default: the whole registry).
+        require: Services every task must touch: walks start in or next to them and head
+            there; a walk that still misses one is rejected (``missing_required``).
         cross_bias: Weight of a cross-service edge relative to a same-service one.
         check_regeneration: Re-compose each task from its seed and require an identical task.
         motifs: Motifs tasks may use (compoenv.compose.motifs.MOTIFS); a plain chain of
@@ -52,6 +54,7 @@ class ComposerConfig:
     max_hops: int = 4
     min_services: int = 2
     services: tuple[str, ...] | None = None
+    require: tuple[str, ...] = ()
     cross_bias: float = 3.0
     check_regeneration: bool = True
     worlds: int = 32
@@ -72,6 +75,12 @@ class ComposerConfig:
         if self.min_services > self.max_hops:
             raise ValueError(f"min_services={self.min_services} cannot exceed "
                              f"max_hops={self.max_hops}: each service needs a call")
+        if len(self.require) > self.max_hops:
+            raise ValueError(f"require names {len(self.require)} services but max_hops="
+                             f"{self.max_hops}: each service needs a call")
+        outside = set(self.require) - set(self.services or self.require)
+        if outside:
+            raise ValueError(f"required services {sorted(outside)} are not in services")
 
 
 def _capabilities(walk: Walk) -> list[str]:
@@ -98,6 +107,13 @@ class Composer:
     Args:
         registry: Services to compose from (default: ``Registry.default()``).
         config: Walk controls.
+
+    Attributes:
+        rejections: Rejected seeds per reason.
+        rejections_by_tool: Rejected seeds per (reason, tool at fault), for reasons that name
+            tools; a ``start_failed`` seed counts once for each start tool it tried.
+        misses: None, or a Counter that checked builds add their dropped candidate calls to,
+            by (why, tool) (see ``Walker``): the doctor's view of why a tool is never kept.
     """
 
     def __init__(self, registry: Registry | None = None,
@@ -105,9 +121,13 @@ class Composer:
         self.registry = registry or Registry.default()
         self.config = config or ComposerConfig()
         names = self.config.services or tuple(self.registry.names())
+        for name in self.config.require:
+            self.registry.get(name)  # an unknown name fails here, with "did you mean"
         self.graph = ToolGraph(self.registry.tools(names))
         self._service_view = self.graph.service_graph()
         self.rejections: Counter[str] = Counter()
+        self.rejections_by_tool: Counter[tuple[str, str]] = Counter()
+        self.misses: Counter[tuple[str, str]] | None = None
         self.rewrite_stats = RewriteStats()
         self._client: Any = None
 
@@ -167,9 +187,12 @@ class Composer:
                           world, simulator)
         plan = choose_plan(rng, cfg.motifs, cfg.min_hops, cfg.max_hops)
         walker = Walker(self.graph, session, rng, cross_bias=cfg.cross_bias,
-                        min_services=cfg.min_services)
+                        min_services=cfg.min_services, require=frozenset(cfg.require),
+                        misses=self.misses if verify else None)
         walk = realize(plan, walker, cfg.max_hops)
         services = walk.services
+        if not set(cfg.require).issubset(services):
+            raise Rejected("missing_required", f"the walk never reached {cfg.require}")
         if len(services) < cfg.min_services:
             raise Rejected("too_few_services", f"{len(services)} < {cfg.min_services}")
         if len(walk.steps) > cfg.max_hops:
@@ -223,19 +246,22 @@ class Composer:
                 return self.compose(derive_seed(seed, i))
             except Rejected as exc:
                 self.rejections[exc.reason] += 1
+                for tool in exc.tools:
+                    self.rejections_by_tool[(exc.reason, tool)] += 1
         raise RuntimeError(f"no verified task in {max_tries} tries from seed {seed}; "
                            f"rejections: {dict(self.rejections)}")
 
     def generate(self, n: int, seed: int = 0) -> Iterator[Task]:
         """``n`` verified, distinct tasks from the seeds derived from ``seed``, in seed order."""
-        yield from select(self.outcomes(seed), n, self.rejections)
+        yield from select(self.outcomes(seed), n, self.rejections,
+                          rejections_by_tool=self.rejections_by_tool)
 
     def attempt(self, seed: int) -> Outcome:
-        """Compose ``seed``: (task, None, None), or (None, reason, None) when rejected."""
+        """Compose ``seed``: its task, or why (and where) it was rejected."""
         try:
-            return self.compose(seed), None, None
+            return Outcome(self.compose(seed))
         except Rejected as exc:
-            return None, exc.reason, None
+            return Outcome(None, exc.reason, None, exc.tools)
 
     def outcomes(self, seed: int, start: int = 0, stop: int | None = None) -> Iterator[Outcome]:
         """Outcomes of the set's indices ``start, start + 1, ...`` (endless without ``stop``)."""
@@ -245,14 +271,22 @@ class Composer:
             index += 1
 
 
-# One composed index: the task, or why it was rejected, or an error to re-raise when reached.
-Outcome = tuple[Task | None, str | None, BaseException | None]
+class Outcome(NamedTuple):
+    """One composed index: the task, or why it was rejected (and the tools at fault), or an
+    error to re-raise when the merge reaches it."""
+
+    task: Task | None
+    reason: str | None = None
+    error: BaseException | None = None
+    tools: tuple[str, ...] = ()
 
 
 def select(outcomes: Iterable[Outcome], n: int, rejections: Counter[str],
-           progress: Callable[[int, int], None] | None = None) -> Iterator[Task]:
+           progress: Callable[[int, int], None] | None = None,
+           rejections_by_tool: Counter[tuple[str, str]] | None = None) -> Iterator[Task]:
     """The first ``n`` distinct tasks of an ordered stream of outcomes: the one rule, shared by
-    sequential and parallel generation, so both publish the same set and the same counts.
+    sequential and parallel generation, so both publish the same set and the same counts
+    (per reason in ``rejections``; per (reason, tool) in ``rejections_by_tool``, if given).
 
     Raises:
         RuntimeError: no ``n`` distinct tasks within ``100 * (n + 10)`` outcomes.
@@ -261,11 +295,14 @@ def select(outcomes: Iterable[Outcome], n: int, rejections: Counter[str],
         return
     seen: set[str] = set()
     limit = 100 * (n + 10)
-    for attempted, (task, reason, error) in enumerate(outcomes, start=1):
+    for attempted, (task, reason, error, tools) in enumerate(outcomes, start=1):
         if error is not None:
             raise error
         if task is None:
             rejections[reason or "rejected"] += 1
+            if rejections_by_tool is not None:
+                for tool in tools:
+                    rejections_by_tool[(reason or "rejected", tool)] += 1
         elif task.id in seen:
             rejections["duplicate"] += 1
         else:

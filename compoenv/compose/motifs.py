@@ -12,7 +12,9 @@ from typing import Any, Callable, Iterator
 
 from compoenv.compose.render import noun, phrase, plural, reference, words
 from compoenv.compose.values import can_state
-from compoenv.compose.walk import Binding, Rejected, Segment, Walker, _bind, _Value
+from compoenv.compose.records import Binding, Rejected, Segment, Value
+from compoenv.compose.steps import bind
+from compoenv.compose.walk import Walker
 from compoenv.graph import Edge
 from compoenv.schema import Slot, extract
 from compoenv.service import ToolSpec
@@ -128,7 +130,7 @@ def aggregate(walker: Walker, index: int, report: bool) -> None:
             walker.walk.report_text = f"Tell me the {field} of that {kind}."
         walker.walk.motifs.append("aggregation")
         return
-    raise Rejected("no_aggregate")
+    raise Rejected("no_aggregate", tools=(step.spec.qualified_name,))
 
 
 def _report(walker: Walker, index: int, value: Any, interface: str, text: str) -> None:
@@ -169,7 +171,7 @@ def fan_out(walker: Walker, index: int) -> None:
         # writes returned feeds nothing later
         walker.available = [v for v in walker.available if v.step < first]
         return
-    raise Rejected("no_fan_out")
+    raise Rejected("no_fan_out", tools=(step.spec.qualified_name,))
 
 
 def _item_bindings(walker: Walker, index: int, edge: Edge, item: int) -> list[Binding] | None:
@@ -177,13 +179,13 @@ def _item_bindings(walker: Walker, index: int, edge: Edge, item: int) -> list[Bi
     found = extract(walker.walk.steps[index].result, path)
     if len(found) != 1 or found[0] in (None, "") or found[0] in walker.own:
         return None
-    value = _Value(index, Slot(edge.interface, path), found[0])
-    item_values = [_Value(index, Slot(s.interface, (f"#{item}",) + s.path[1:], True, s.kind), v)
+    value = Value(index, Slot(edge.interface, path), found[0])
+    item_values = [Value(index, Slot(s.interface, (f"#{item}",) + s.path[1:], True, s.kind), v)
                    for s in walker.walk.steps[index].spec.outputs
                    if s.path[:1] == ("*",) and len(s.path) == 2
                    for v in extract(walker.walk.steps[index].result, (f"#{item}",) + s.path[1:])]
     # item values first: a name or city for "each" item comes from that item
-    return _bind(walker.graph.specs[edge.target], edge, value, walker.available + item_values,
+    return bind(walker.graph.specs[edge.target], edge, value, walker.available + item_values,
                  walker.session, walker.rng)
 
 
@@ -258,7 +260,7 @@ def _writes_avoiding(walker: Walker, service: str) -> list[tuple[ToolSpec, list[
         spec = specs[edge.target]
         if edge.target in seen:
             continue
-        bindings = _bind(spec, edge, value, walker.available, walker.session, walker.rng)
+        bindings = bind(spec, edge, value, walker.available, walker.session, walker.rng)
         if bindings is not None:
             found.append((spec, bindings))
             seen.add(edge.target)

@@ -35,7 +35,7 @@ def compose_range(composer: Composer, seed: int, start: int, stop: int) -> list[
             outcomes.append(composer.attempt(derive_seed(seed, index)))
         except Exception as exc:  # noqa: BLE001 - re-raised by the merge if it is reached
             where = f"while composing index {index} (seed {derive_seed(seed, index)})"
-            outcomes.append((None, None, _portable(exc, where)))
+            outcomes.append(Outcome(None, None, _portable(exc, where)))
     return outcomes
 
 
@@ -167,10 +167,12 @@ def _ordered(backend: _Backend, chunk: int, ahead: int) -> Iterator[Outcome]:
 def generate_parallel(n: int, seed: int = 0, config: ComposerConfig | None = None,
                       registry_factory: RegistryFactory | None = None, workers: int | None = 1,
                       ray_address: str | None = None, chunk: int = 64,
-                      progress: Progress | None = None) -> tuple[list[Task], Counter[str]]:
+                      progress: Progress | None = None,
+                      rejections_by_tool: Counter[tuple[str, str]] | None = None,
+                      ) -> tuple[list[Task], Counter[str]]:
     """``n`` verified, distinct tasks: the same tasks, in the same order, with the same rejection
-    counts as ``list(Composer(config=config).generate(n, seed))`` and its ``rejections``, for
-    any number of workers.
+    counts as ``list(Composer(config=config).generate(n, seed))`` and its ``rejections`` (and
+    ``rejections_by_tool``), for any number of workers.
 
     Workers compose chunks of candidate indices ahead; results are merged strictly in index
     order (deduplicated by id, first occurrence kept) and the merge stops at the n-th accepted
@@ -189,6 +191,7 @@ def generate_parallel(n: int, seed: int = 0, config: ComposerConfig | None = Non
         chunk: Most indices per unit of work (smaller when ``n`` is small, so that every worker
             gets some).
         progress: Called as ``progress(accepted, attempted)`` after each merged chunk.
+        rejections_by_tool: A Counter to add rejected seeds to per (reason, tool at fault).
 
     Raises:
         RuntimeError: no n distinct tasks within ``100 * (n + 10)`` seeds (as sequentially).
@@ -219,7 +222,8 @@ def generate_parallel(n: int, seed: int = 0, config: ComposerConfig | None = Non
             progress(accepted, attempted)
 
     try:
-        tasks = list(select(_ordered(backend, size, 2 * width), n, rejections, report))
+        tasks = list(select(_ordered(backend, size, 2 * width), n, rejections, report,
+                            rejections_by_tool))
     finally:
         backend.close()
     return tasks, rejections

@@ -81,7 +81,7 @@ def realize(plan: Plan, walker: Walker, max_hops: int) -> Walk:
         if not returns_list(steps[-1].spec):
             walker.extend(accept=returns_list)
         if not isinstance(steps[-1].result, list) or len(steps[-1].result) < 2:
-            raise Rejected("small_list")
+            raise Rejected("small_list", tools=(steps[-1].spec.qualified_name,))
         aggregate(walker, len(steps) - 1, report=True)
         if not plan.constraint:
             return walker.finish()

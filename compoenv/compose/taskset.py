@@ -87,6 +87,16 @@ def _counts(values: Iterable[Any] | Counter[Any], by_key: bool = False) -> dict[
     return {str(k): v for k, v in items}
 
 
+def _top_tools(by_tool: Mapping[tuple[str, str], int], top: int) -> dict[str, dict[str, int]]:
+    """The ``top`` tools of each reason, most rejections first (ties by name), reasons likewise."""
+    per_reason: dict[str, list[tuple[str, int]]] = {}
+    for (reason, tool), count in by_tool.items():
+        per_reason.setdefault(reason, []).append((tool, count))
+    ranked = sorted(per_reason.items(), key=lambda kv: (-sum(c for _, c in kv[1]), kv[0]))
+    return {reason: dict(sorted(tools, key=lambda tc: (-tc[1], tc[0]))[:top])
+            for reason, tools in ranked}
+
+
 @dataclass(frozen=True)
 class TaskSetStats:
     """Statistics of a task set and of the seeds rejected while composing it.
@@ -100,6 +110,8 @@ class TaskSetStats:
         service_usage: Tasks using each service.
         combinations: Distinct service combinations.
         rejections: Rejected seeds per reason (including ``duplicate``).
+        rejections_by_tool: Per reason, the tools at fault most often and their counts
+            (reasons that name no tool are absent; a seed may name several tools).
     """
 
     tasks: int
@@ -110,10 +122,14 @@ class TaskSetStats:
     service_usage: dict[str, int] = field(default_factory=dict)
     combinations: int = 0
     rejections: dict[str, int] = field(default_factory=dict)
+    rejections_by_tool: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @classmethod
-    def from_tasks(cls, tasks: Iterable[Task],
-                   rejections: Mapping[str, int] | None = None) -> TaskSetStats:
+    def from_tasks(cls, tasks: Iterable[Task], rejections: Mapping[str, int] | None = None,
+                   rejections_by_tool: Mapping[tuple[str, str], int] | None = None,
+                   top: int = 5) -> TaskSetStats:
+        """The statistics of ``tasks`` and of the rejections met composing them (``top`` tools
+        per reason)."""
         tasks = list(tasks)
         return cls(
             tasks=len(tasks),
@@ -124,6 +140,7 @@ class TaskSetStats:
             service_usage=_counts(s for t in tasks for s in t.services),
             combinations=len({combination(t) for t in tasks}),
             rejections=_counts(Counter(rejections or {})),
+            rejections_by_tool=_top_tools(rejections_by_tool or {}, top),
         )
 
     @property
@@ -135,7 +152,8 @@ class TaskSetStats:
         return {**asdict(self), "attempted": self.attempted}
 
 
-def summarize(tasks: Iterable[Task], rejections: Mapping[str, int] | None = None
+def summarize(tasks: Iterable[Task], rejections: Mapping[str, int] | None = None,
+              rejections_by_tool: Mapping[tuple[str, str], int] | None = None,
               ) -> dict[str, Any]:
     """:class:`TaskSetStats` of ``tasks`` as a JSON-able dict (keys are strings)."""
-    return TaskSetStats.from_tasks(tasks, rejections).to_dict()
+    return TaskSetStats.from_tasks(tasks, rejections, rejections_by_tool).to_dict()

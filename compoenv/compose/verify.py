@@ -89,7 +89,8 @@ def verify_task(task: Task, registry: Registry | None = None) -> None:
             session.call(call.name, call.arguments)
         wronged = Outcome(session, oracle_message(task))
         if all(check_criterion(c, wronged)[0] for c in task.rubric):
-            raise Rejected("insensitive", "a solution with a wrong argument still scores 1.0")
+            raise Rejected("insensitive", "a solution with a wrong argument still scores 1.0",
+                           (changed.name,))
 
 
 def _one_wrong_argument(task: Task) -> tuple[int, Call] | None:
@@ -119,4 +120,5 @@ def verify_walk(walk: Walk, task: Task) -> None:
                 raise Rejected("leak", f"intermediate value {b.value!r} appears in the instruction")
             found = extract(walk.steps[b.source].result, b.path)
             if len(found) != 1:
-                raise Rejected("ambiguous_grounding", f"{b.param} resolves to {len(found)} values")
+                raise Rejected("ambiguous_grounding", f"{b.param} resolves to {len(found)} values",
+                               (walk.steps[b.source].spec.qualified_name,))

@@ -3,233 +3,22 @@
 from __future__ import annotations
 
 import random
+from collections import Counter
 from itertools import repeat
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from compoenv.compose.values import (
-    MISSING, fresh_arguments, fresh_value, record_arguments, record_value,
+from compoenv.compose.records import Binding, Rejected, Segment, Step, Walk, Value
+from compoenv.compose.steps import (
+    _PULL, as_list_path, bind, failure, feeds, reportable, single_result, single_values,
+    snapshot, toward, useful, worth_reporting,
 )
+from compoenv.compose.values import fresh_arguments, record_arguments
 from compoenv.graph import Edge, ToolGraph
-from compoenv.interfaces import STATABLE
-from compoenv.schema import Slot, extract, is_valid
+from compoenv.schema import Slot, extract
 from compoenv.service import ToolSpec
 from compoenv.session import Session
 
-__all__ = ["Binding", "Step", "Walk", "Walker", "Rejected", "random_walk"]
-
-
-class Rejected(Exception):
-    """A walk or a task that cannot be published; ``reason`` is a short counter key."""
-
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason = reason
-        self.detail = detail
-
-    def __reduce__(self) -> tuple[type, tuple[str, str]]:  # survives pickling between workers
-        return Rejected, (self.reason, self.detail)
-
-
-@dataclass(frozen=True, slots=True)
-class Binding:
-    """Where one argument came from: stated by the user, or an earlier step's output."""
-
-    param: str
-    value: Any
-    source: int | None = None          # index of the producing step; None = stated
-    path: tuple[str, ...] = ()
-    interface: str | None = None
-
-
-@dataclass(slots=True)
-class Step:
-    spec: ToolSpec
-    bindings: list[Binding]
-    result: Any = None
-
-    @property
-    def arguments(self) -> dict[str, Any]:
-        return {b.param: b.value for b in self.bindings}
-
-
-@dataclass(slots=True)
-class Segment:
-    """One sentence of the request: a step rendered from its phrase, or a motif's own text.
-
-    Attributes:
-        steps: Indices of the steps (tool calls) the sentence asks for.
-        text: The sentence's text; None renders the single step's phrase.
-        lead: Whether "Then" may lead the sentence (motif texts open with their own words).
-    """
-
-    steps: list[int]
-    text: str | None = None
-    lead: bool = True
-
-
-@dataclass(slots=True)
-class Walk:
-    """A composed solution and everything needed to phrase and grade it."""
-
-    steps: list[Step] = field(default_factory=list)
-    report: Binding | None = None      # the value the final message must report, if any
-    report_text: str | None = None     # how to ask for it, when not "Tell me <reference>."
-    segments: list[Segment] = field(default_factory=list)
-    rules: list[str] = field(default_factory=list)        # house rules, stated up front
-    motifs: list[str] = field(default_factory=list)
-    hidden: list[Any] = field(default_factory=list)       # values the request must not state
-    literals: list[float] = field(default_factory=list)   # numbers a motif states (thresholds)
-    guarded: list[str] = field(default_factory=list)      # services the solution must not touch
-
-    @property
-    def services(self) -> list[str]:
-        return list(dict.fromkeys(s.spec.service for s in self.steps))
-
-
-@dataclass(frozen=True, slots=True)
-class _Value:
-    step: int
-    slot: Slot
-    value: Any
-
-
-_DULL = frozenset({"CurrencyCode", "CountryCode"})  # too guessable to be worth reporting
-
-
-def _single_values(step_index: int, spec: ToolSpec, data: Any) -> list[_Value]:
-    """Output values that resolve to exactly one value (a list of one item counts)."""
-    out = []
-    for slot in spec.outputs:
-        if slot.kind in ("object", "array"):
-            continue
-        found = extract(data, slot.path)
-        if len(found) == 1 and found[0] not in (None, "", []):
-            out.append(_Value(step_index, slot, found[0]))
-    return out
-
-
-def _entity_kind(spec: ToolSpec) -> str | None:
-    """The entity a tool returns (one, or a list of them)."""
-    name = spec.qualified_name
-    if name not in _KIND:
-        _KIND[name] = next((s.interface for s in spec.outputs
-                            if s.kind == "object" and s.path in ((), ("*",))), None)
-    return _KIND[name]
-
-
-_KIND: dict[str, str | None] = {}
-
-
-def _looks_up_again(source: ToolSpec, target: ToolSpec) -> bool:
-    """A read that fetches the same kind of entity the last step already returned."""
-    kind = _entity_kind(source)
-    return target.read_only and kind is not None and kind == _entity_kind(target)
-
-
-class _Edges(list):  # type: ignore[type-arg]
-    """Edges that read one output, with the set of tools they lead to."""
-
-    targets: frozenset[str] = frozenset()
-
-
-def _feeds(graph: ToolGraph, spec: ToolSpec, accept: Callable[[ToolSpec], bool] | None,
-           ) -> dict[tuple[str, tuple[str, ...]], _Edges]:
-    """``spec``'s out-edges into tools ``accept`` takes, by the output they read, minus
-    repeated lookups."""
-    by_output: dict[tuple[str, tuple[str, ...]], _Edges] = {}
-    for edge in graph.out_edges(spec.qualified_name):
-        target = graph.specs[edge.target]
-        if not _looks_up_again(spec, target) and (accept is None or accept(target)):
-            by_output.setdefault((edge.interface, edge.path), _Edges()).append(edge)
-    for edges in by_output.values():
-        edges.targets = frozenset(e.target for e in edges)
-    return by_output
-
-
-def _snapshot(state: Any) -> dict[str, Any]:
-    """Cheap view of a state for change detection: containers copied, records shared."""
-    return {k: dict(v) if isinstance(v, dict) else v for k, v in state.__dict__.items()}
-
-
-def _useful(result: dict[str, Any]) -> bool:
-    return bool(result.get("success")) and result.get("data") not in (None, [], {}, "")
-
-
-def _bind(spec: ToolSpec, edge: Edge, value: _Value, available: list[_Value],
-          session: Session, rng: random.Random) -> list[Binding] | None:
-    props = spec.parameters.get("properties", {})
-    world = session.world
-    # stated names, emails and phones belong to one person: the one the carried value names
-    carried = str(value.value)
-    person = (world.person_by_email(carried) or world.person(carried)
-              or rng.choice(world.people[1:]))
-    # A write keyed by an entity's id takes its new values from the user, not from the same
-    # entity (moving an event to its own start time would change nothing).
-    rewrites = not spec.read_only and edge.interface.endswith("Id")
-    if not _accepts(props, edge.param, value.value):
-        return None  # a refund of -12.50 where amounts are positive: the call would be a 400
-    bindings = [Binding(edge.param, value.value, value.step, value.slot.path, edge.interface)]
-    for slot in spec.inputs:
-        param = slot.path[0]
-        if not slot.required or len(slot.path) != 1 or param == edge.param:
-            continue
-        v = next((v for v in reversed(available) if v.slot.interface == slot.interface
-                  and not (rewrites and v.step == value.step)), None)
-        if v is not None:
-            if not _accepts(props, param, v.value):
-                return None
-            bindings.append(Binding(param, v.value, v.step, v.slot.path, slot.interface))
-            continue
-        if slot.interface not in STATABLE:
-            return None
-        stated = MISSING  # an id the user holds (an account number) comes from their records
-        if slot.interface.endswith("Id"):
-            stated = record_value(session.service(spec.service), slot.interface, rng)
-        if stated is MISSING:
-            stated = fresh_value(param, props[param], session.world, rng, person)
-        if stated is MISSING:
-            return None
-        bindings.append(Binding(param, stated, interface=slot.interface))
-    for param in spec.parameters.get("required", ()):
-        if param in {b.param for b in bindings}:
-            continue
-        stated = fresh_value(param, props[param], session.world, rng, person)
-        if stated is MISSING:
-            return None
-        bindings.append(Binding(param, stated))
-    return bindings
-
-
-def _accepts(props: dict[str, Any], param: str, value: Any) -> bool:
-    schema = props.get(param)
-    return schema is None or is_valid(value, schema)
-
-
-def _as_list_path(path: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple("*" if p[:1] == "#" else p for p in path)
-
-
-def _single_result(spec: ToolSpec) -> bool:
-    """The tool returns one thing, not a list (lists need a motif to count or pick)."""
-    single = _SINGLE.get(spec.qualified_name)
-    if single is None:
-        single = _SINGLE[spec.qualified_name] = (spec.returns.get("type") != "array" and not any(
-            s.path == ("*",) for s in spec.outputs))
-    return single
-
-
-_SINGLE: dict[str, bool] = {}
-
-
-def _worth_reporting(v: _Value) -> bool:
-    return ((v.slot.interface in STATABLE or not v.slot.interface.endswith("Id"))
-            and v.slot.interface not in _DULL and not isinstance(v.value, bool))
-
-
-def _reportable(step: Step, index: int, stated: set[str]) -> list[_Value]:
-    return [v for v in _single_values(index, step.spec, step.result)
-            if _worth_reporting(v) and str(v.value).casefold() not in stated]
+__all__ = ["Binding", "Step", "Walk", "Walker", "Rejected", "Segment", "random_walk"]
 
 
 class Walker:
@@ -243,16 +32,23 @@ class Walker:
         cross_bias: Weight of an edge into another service relative to one that stays.
         min_services: Services the walk should reach; unvisited ones are preferred until then.
         attempts: Candidate calls tried per hop before the walk is a dead end.
+        require: Services the walk should reach: it starts in or next to them and heads
+            there until it has (whether it did is for the composer to check).
+        misses: Counts candidate calls tried and dropped, by (why, tool); each ``why`` is
+            explained in ``compoenv.compose.doctor.REASONS``.
     """
 
     def __init__(self, graph: ToolGraph, session: Session, rng: random.Random,
                  allowed: set[str] | None = None, cross_bias: float = 3.0,
-                 min_services: int = 1, attempts: int = 8) -> None:
+                 min_services: int = 1, attempts: int = 8,
+                 require: frozenset[str] = frozenset(),
+                 misses: Counter[tuple[str, str]] | None = None) -> None:
         self.graph, self.session, self.rng = graph, session, rng
         self.allowed, self.cross_bias = allowed, cross_bias
         self.min_services, self.attempts = min_services, attempts
+        self.require, self.misses = require, misses
         self.walk = Walk()
-        self.available: list[_Value] = []
+        self.available: list[Value] = []
         self.used: set[str] = set()
         self._visited: set[str] = set()
         # the user's own name and address are known to everyone: carrying them is no flow
@@ -267,19 +63,21 @@ class Walker:
             accept: Only tools it accepts may start the walk.
             items: For a list-returning start, the (min, max) number of items it must find.
         """
-        accept = accept or _single_result
+        accept = accept or single_result
         allowed = frozenset(self.allowed) if self.allowed is not None else None
-        starts = self.graph.memo(("starts", accept, allowed), lambda: [
-            t for t in self.graph.start_tools() if self._allowed(t)
-            and accept(self.graph.specs[t])])
-        if not starts:
+        pools = self.graph.memo(("starts", accept, allowed, self.require),
+                                lambda: self._starts(accept))
+        if not pools:
             raise Rejected("no_start_tool")
-        for name in self.rng.sample(starts, min(self.attempts, len(starts))):
+        starts = pools[0] if len(pools) == 1 else self.rng.choice(pools)
+        tried = self.rng.sample(starts, min(self.attempts, len(starts)))
+        for name in tried:
             spec = self.graph.specs[name]
             args = record_arguments(spec, self.session.service(spec.service), self.rng)
             if args is None and spec.simulated:  # no records yet: a user states the values
                 args = fresh_arguments(spec, self.session.world, self.rng)
             if args is None:
+                self._miss("no_arguments", spec)
                 continue
             kinds = {slot.path[0]: slot.interface for slot in spec.inputs}
             bindings = [Binding(k, v, interface=kinds.get(k)) for k, v in args.items()]
@@ -287,7 +85,18 @@ class Walker:
                     lambda found, low=items[0], high=items[1]:
                     isinstance(found, list) and low <= len(found) <= high)):
                 return step
-        raise Rejected("start_failed")
+        raise Rejected("start_failed", tools=tuple(tried))
+
+    def _starts(self, accept: Callable[[ToolSpec], bool]) -> list[list[str]]:
+        """Start tools ``accept`` takes, in pools a walk draws one of. With ``require``: those
+        in the required services, and those next to them (else the nearest, else all)."""
+        starts = [t for t in self.graph.start_tools() if self._allowed(t)
+                  and accept(self.graph.specs[t])]
+        if not self.require:
+            return [starts] if starts else []
+        near = toward(self.graph, self.require)
+        pools = [[t for t in starts if near.get(t) == hops] for hops in (0, 1)]
+        return [p for p in pools if p] or [[t for t in starts if t in near] or starts]
 
     def checkpoint(self) -> tuple[Any, int, int, set[str]]:
         """The walk and the world as they are now, to come back to after a failed attempt."""
@@ -311,7 +120,7 @@ class Walker:
             path = (f"#{item}",) + slot.path[1:]
             values = extract(found, path)
             if len(values) == 1 and values[0] not in (None, "", []) and values[0] not in self.own:
-                self.available.append(_Value(index, Slot(slot.interface, path, True, slot.kind),
+                self.available.append(Value(index, Slot(slot.interface, path, True, slot.kind),
                                              values[0]))
 
     def execute(self, spec: ToolSpec, bindings: list[Binding], need_report: bool = False,
@@ -319,23 +128,27 @@ class Walker:
         """Run one candidate step; keep it if it succeeds, finds something (that ``fits``
         accepts) and changes what a write should change. Returns the kept step (with its own
         sentence unless ``segment`` is False: a motif phrases it)."""
-        state = None if spec.read_only else _snapshot(self.session.state(spec.service))
+        state = None if spec.read_only else snapshot(self.session.state(spec.service))
         result = self.session.call(spec.qualified_name, {b.param: b.value for b in bindings})
-        if not _useful(result) or (fits is not None and not fits(result["data"])):
+        if not useful(result) or (fits is not None and not fits(result["data"])):
+            self._miss(failure(result), spec)
             return None
-        if state is not None and state == _snapshot(self.session.state(spec.service)):
+        if state is not None and state == snapshot(self.session.state(spec.service)):
+            self._miss("changes_nothing", spec)
             return None  # a write that changes nothing (marking a read email as read)
         if state is None and any(result["data"] == s.result for s in self.walk.steps):
+            self._miss("same_result", spec)
             return None  # a read that finds what an earlier step already found
         index = len(self.walk.steps)
         step = Step(spec, bindings, result["data"])
-        if need_report and spec.read_only and not _reportable(step, index, set()):
+        if need_report and spec.read_only and not reportable(step, index, set()):
+            self._miss("not_reportable", spec)
             return None
         self.walk.steps.append(step)
         if segment:
             self.walk.segments.append(Segment([index]))
         self.used.add(spec.qualified_name)
-        self.available.extend(v for v in _single_values(index, spec, step.result)
+        self.available.extend(v for v in single_values(index, spec, step.result)
                               if v.value not in self.own)
         return step
 
@@ -347,7 +160,7 @@ class Walker:
             need_report: The step must leave a value worth reporting (it may end the walk).
             accept: Only tools it accepts may be the next step.
         """
-        accept = accept or _single_result  # a list result feeds nothing unless a motif picks
+        accept = accept or single_result  # a list result feeds nothing unless a motif picks
         tried = 0
         self._visited = set(self.walk.services)
         last = len(self.walk.steps) - 1
@@ -364,10 +177,13 @@ class Walker:
                 weights.pop(pick)
                 edge, value = options.pop(pick)
                 spec = self.graph.specs[edge.target]
-                bindings = _bind(spec, edge, value, self.available, self.session, self.rng)
-                if bindings is not None and (step := self.execute(spec, bindings, need_report)):
+                bindings = bind(spec, edge, value, self.available, self.session, self.rng)
+                if bindings is None:
+                    self._miss("unbindable", spec)
+                elif step := self.execute(spec, bindings, need_report):
                     return step
-        raise Rejected("dead_end", f"no executable step after {len(self.walk.steps)}")
+        raise Rejected("dead_end", f"no executable step after {len(self.walk.steps)}",
+                       (self.walk.steps[last].spec.qualified_name,))
 
     def finish(self) -> Walk:
         """Pick the value to report when the walk ends in a read."""
@@ -376,11 +192,11 @@ class Walker:
             stated = {str(b.value).casefold() for s in self.walk.steps for b in s.bindings
                       if b.source is None}
             index = len(self.walk.steps) - 1
-            choices = _reportable(last, index, stated) or [
+            choices = reportable(last, index, stated) or [
                 v for v in self.available if v.step == index and v.slot.path[0][:1] == "#"
-                and _worth_reporting(v) and str(v.value).casefold() not in stated]
+                and worth_reporting(v) and str(v.value).casefold() not in stated]
             if not choices:
-                raise Rejected("nothing_to_report")
+                raise Rejected("nothing_to_report", tools=(last.spec.qualified_name,))
             pick = self.rng.choice(choices)
             self.walk.report = Binding("answer", pick.value, pick.step, pick.slot.path,
                                        pick.slot.interface)
@@ -390,18 +206,22 @@ class Walker:
     def _allowed(self, tool: str) -> bool:
         return self.allowed is None or self.graph.specs[tool].service in self.allowed
 
+    def _miss(self, why: str, spec: ToolSpec) -> None:
+        if self.misses is not None:
+            self.misses[(why, spec.qualified_name)] += 1
+
     def _options(self, source: int, accept: Callable[[ToolSpec], bool] | None = None,
-                 ) -> list[tuple[Edge, _Value]]:
+                 ) -> list[tuple[Edge, Value]]:
         """Edges out of step ``source`` that one of its values can feed (into tools ``accept``
         takes), with that value; in the order the walk's values were found."""
         spec = self.walk.steps[source].spec
         # a picked list item ("#3", "email") answers the graph's list edges ("*", "email")
-        values = {(v.slot.interface, _as_list_path(v.slot.path)): v
+        values = {(v.slot.interface, as_list_path(v.slot.path)): v
                   for v in self.available if v.step == source}
         by_output = self.graph.memo(("feeds", spec.qualified_name, accept),
-                                    lambda: _feeds(self.graph, spec, accept))
+                                    lambda: feeds(self.graph, spec, accept))
         used, allowed = self.used, self.allowed
-        options: list[tuple[Edge, _Value]] = []
+        options: list[tuple[Edge, Value]] = []
         for key, value in values.items():
             edges = by_output.get(key)
             if not edges:
@@ -415,11 +235,27 @@ class Walker:
 
     def _weights(self, edges: list[Edge]) -> list[float]:
         bias = self.cross_bias
+        if self.require and not self.require <= self._visited:
+            return self._pulled(edges)
         if len(self._visited) >= self.min_services:
             return [bias if e.cross_service else 1.0 for e in edges]
         visited = self._visited  # still short of services: head somewhere new
         return [(bias if e.cross_service else 1.0) * (1.0 if e.target_service in visited else 4.0)
                 for e in edges]
+
+
+    def _pulled(self, edges: list[Edge]) -> list[float]:
+        """Weights that head for the required services: edges into them get 80% of the odds,
+        and of the rest, edges that lead closer weigh more."""
+        near = toward(self.graph, self.require)
+        hops = [near.get(e.target, 3) for e in edges]
+        weights = [(self.cross_bias if e.cross_service else 1.0) * _PULL[h]
+                   for e, h in zip(edges, hops)]
+        into = sum(w for w, h in zip(weights, hops) if h == 0)
+        rest = sum(weights) - into
+        if into and rest:
+            weights = [w * 4.0 * rest / into if h == 0 else w for w, h in zip(weights, hops)]
+        return weights
 
 
 def random_walk(graph: ToolGraph, session: Session, rng: random.Random, hops: int,

@@ -1,0 +1,97 @@
+"""What a walk is made of: its steps, where each argument came from, its sentences, and why a
+walk or a task is rejected."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from compoenv.schema import Slot
+from compoenv.service import ToolSpec
+
+__all__ = ["Rejected", "Binding", "Step", "Segment", "Walk", "Value"]
+
+
+class Rejected(Exception):
+    """A walk or a task that cannot be published.
+
+    Args:
+        reason: A short counter key (``dead_end``, ``leak``, ...).
+        detail: What happened, for people.
+        tools: Qualified names of the tools at fault, when some are: the step a walk could not
+            go on from, the list a motif could not use, every start tool a walk tried.
+    """
+
+    def __init__(self, reason: str, detail: str = "", tools: tuple[str, ...] = ()) -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+        self.tools = tools
+
+    def __reduce__(self) -> tuple[type, tuple[str, str, tuple[str, ...]]]:  # survives pickling
+        return Rejected, (self.reason, self.detail, self.tools)
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """Where one argument came from: stated by the user, or an earlier step's output."""
+
+    param: str
+    value: Any
+    source: int | None = None          # index of the producing step; None = stated
+    path: tuple[str, ...] = ()
+    interface: str | None = None
+
+
+@dataclass(slots=True)
+class Step:
+    spec: ToolSpec
+    bindings: list[Binding]
+    result: Any = None
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        return {b.param: b.value for b in self.bindings}
+
+
+@dataclass(slots=True)
+class Segment:
+    """One sentence of the request: a step rendered from its phrase, or a motif's own text.
+
+    Attributes:
+        steps: Indices of the steps (tool calls) the sentence asks for.
+        text: The sentence's text; None renders the single step's phrase.
+        lead: Whether "Then" may lead the sentence (motif texts open with their own words).
+    """
+
+    steps: list[int]
+    text: str | None = None
+    lead: bool = True
+
+
+@dataclass(slots=True)
+class Walk:
+    """A composed solution and everything needed to phrase and grade it."""
+
+    steps: list[Step] = field(default_factory=list)
+    report: Binding | None = None      # the value the final message must report, if any
+    report_text: str | None = None     # how to ask for it, when not "Tell me <reference>."
+    segments: list[Segment] = field(default_factory=list)
+    rules: list[str] = field(default_factory=list)        # house rules, stated up front
+    motifs: list[str] = field(default_factory=list)
+    hidden: list[Any] = field(default_factory=list)       # values the request must not state
+    literals: list[float] = field(default_factory=list)   # numbers a motif states (thresholds)
+    guarded: list[str] = field(default_factory=list)      # services the solution must not touch
+
+    @property
+    def services(self) -> list[str]:
+        return list(dict.fromkeys(s.spec.service for s in self.steps))
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    """A single value an executed step produced, at ``slot`` of its result."""
+
+    step: int
+    slot: Slot
+    value: Any

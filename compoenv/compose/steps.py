@@ -1,0 +1,177 @@
+"""One step of a walk: which values a result holds, which edges they feed, and how a candidate
+call's arguments are bound (carried from earlier steps, or stated by the user)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Callable, Mapping
+
+from compoenv.compose.records import Binding, Step, Value
+from compoenv.compose.values import MISSING, fresh_value, record_value
+from compoenv.graph import Edge, ToolGraph
+from compoenv.interfaces import STATABLE
+from compoenv.schema import extract, is_valid
+from compoenv.service import ToolSpec
+from compoenv.session import Session
+
+__all__ = ["single_values", "feeds", "bind", "single_result", "reportable", "worth_reporting",
+           "toward", "snapshot", "useful", "failure", "as_list_path"]
+
+
+_DULL = frozenset({"CurrencyCode", "CountryCode"})  # too guessable to be worth reporting
+
+
+def single_values(step_index: int, spec: ToolSpec, data: Any) -> list[Value]:
+    """Output values that resolve to exactly one value (a list of one item counts)."""
+    out = []
+    for slot in spec.outputs:
+        if slot.kind in ("object", "array"):
+            continue
+        found = extract(data, slot.path)
+        if len(found) == 1 and found[0] not in (None, "", []):
+            out.append(Value(step_index, slot, found[0]))
+    return out
+
+
+def _entity_kind(spec: ToolSpec) -> str | None:
+    """The entity a tool returns (one, or a list of them)."""
+    name = spec.qualified_name
+    if name not in _KIND:
+        _KIND[name] = next((s.interface for s in spec.outputs
+                            if s.kind == "object" and s.path in ((), ("*",))), None)
+    return _KIND[name]
+
+
+_KIND: dict[str, str | None] = {}
+
+
+def _looks_up_again(source: ToolSpec, target: ToolSpec) -> bool:
+    """A read that fetches the same kind of entity the last step already returned."""
+    kind = _entity_kind(source)
+    return target.read_only and kind is not None and kind == _entity_kind(target)
+
+
+class _Edges(list):  # type: ignore[type-arg]
+    """Edges that read one output, with the set of tools they lead to."""
+
+    targets: frozenset[str] = frozenset()
+
+
+def feeds(graph: ToolGraph, spec: ToolSpec, accept: Callable[[ToolSpec], bool] | None,
+           ) -> dict[tuple[str, tuple[str, ...]], _Edges]:
+    """``spec``'s out-edges into tools ``accept`` takes, by the output they read, minus
+    repeated lookups."""
+    by_output: dict[tuple[str, tuple[str, ...]], _Edges] = {}
+    for edge in graph.out_edges(spec.qualified_name):
+        target = graph.specs[edge.target]
+        if not _looks_up_again(spec, target) and (accept is None or accept(target)):
+            by_output.setdefault((edge.interface, edge.path), _Edges()).append(edge)
+    for edges in by_output.values():
+        edges.targets = frozenset(e.target for e in edges)
+    return by_output
+
+
+def snapshot(state: Any) -> dict[str, Any]:
+    """Cheap view of a state for change detection: containers copied, records shared."""
+    return {k: dict(v) if isinstance(v, dict) else v for k, v in state.__dict__.items()}
+
+
+def useful(result: dict[str, Any]) -> bool:
+    return bool(result.get("success")) and result.get("data") not in (None, [], {}, "")
+
+
+def failure(result: Mapping[str, Any]) -> str:
+    """Why a call that is not kept failed: an error, nothing found, or a list of a wrong size."""
+    return ("call_failed" if not result.get("success")
+            else "found_nothing" if result.get("data") in (None, [], {}, "") else "wrong_size")
+
+
+def bind(spec: ToolSpec, edge: Edge, value: Value, available: list[Value],
+          session: Session, rng: random.Random) -> list[Binding] | None:
+    props = spec.parameters.get("properties", {})
+    world = session.world
+    # stated names, emails and phones belong to one person: the one the carried value names
+    carried = str(value.value)
+    person = (world.person_by_email(carried) or world.person(carried)
+              or rng.choice(world.people[1:]))
+    # A write keyed by an entity's id takes its new values from the user, not from the same
+    # entity (moving an event to its own start time would change nothing).
+    rewrites = not spec.read_only and edge.interface.endswith("Id")
+    if not _accepts(props, edge.param, value.value):
+        return None  # a refund of -12.50 where amounts are positive: the call would be a 400
+    bindings = [Binding(edge.param, value.value, value.step, value.slot.path, edge.interface)]
+    for slot in spec.inputs:
+        param = slot.path[0]
+        if not slot.required or len(slot.path) != 1 or param == edge.param:
+            continue
+        v = next((v for v in reversed(available) if v.slot.interface == slot.interface
+                  and not (rewrites and v.step == value.step)), None)
+        if v is not None:
+            if not _accepts(props, param, v.value):
+                return None
+            bindings.append(Binding(param, v.value, v.step, v.slot.path, slot.interface))
+            continue
+        if slot.interface not in STATABLE:
+            return None
+        stated = MISSING  # an id the user holds (an account number) comes from their records
+        if slot.interface.endswith("Id"):
+            stated = record_value(session.service(spec.service), slot.interface, rng)
+        if stated is MISSING:
+            stated = fresh_value(param, props[param], session.world, rng, person)
+        if stated is MISSING:
+            return None
+        bindings.append(Binding(param, stated, interface=slot.interface))
+    for param in spec.parameters.get("required", ()):
+        if param in {b.param for b in bindings}:
+            continue
+        stated = fresh_value(param, props[param], session.world, rng, person)
+        if stated is MISSING:
+            return None
+        bindings.append(Binding(param, stated))
+    return bindings
+
+
+def _accepts(props: dict[str, Any], param: str, value: Any) -> bool:
+    schema = props.get(param)
+    return schema is None or is_valid(value, schema)
+
+
+def as_list_path(path: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple("*" if p[:1] == "#" else p for p in path)
+
+
+def single_result(spec: ToolSpec) -> bool:
+    """The tool returns one thing, not a list (lists need a motif to count or pick)."""
+    single = _SINGLE.get(spec.qualified_name)
+    if single is None:
+        single = _SINGLE[spec.qualified_name] = (spec.returns.get("type") != "array" and not any(
+            s.path == ("*",) for s in spec.outputs))
+    return single
+
+
+_SINGLE: dict[str, bool] = {}
+
+
+def worth_reporting(v: Value) -> bool:
+    return ((v.slot.interface in STATABLE or not v.slot.interface.endswith("Id"))
+            and v.slot.interface not in _DULL and not isinstance(v.value, bool))
+
+
+def reportable(step: Step, index: int, stated: set[str]) -> list[Value]:
+    return [v for v in single_values(index, step.spec, step.result)
+            if worth_reporting(v) and str(v.value).casefold() not in stated]
+
+
+def toward(graph: ToolGraph, services: frozenset[str]) -> dict[str, int]:
+    """Hops from each tool to the nearest tool of ``services``: 0 inside them, 1 or 2 for tools
+    with an edge that gets there in that many steps; farther tools are left out."""
+    def compute() -> dict[str, int]:
+        near = {n: 0 for n, s in graph.specs.items() if s.service in services}
+        for hops in (1, 2):
+            near.update({n: hops for n in graph.specs if n not in near and any(
+                near.get(e.target, hops) < hops for e in graph.out_edges(n))})
+        return near
+    return graph.memo(("toward", services), compute)
+
+
+_PULL = (1.0, 4.0, 1.0, 0.25)  # edge weights by hops left to a required service
