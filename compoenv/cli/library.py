@@ -16,6 +16,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from compoenv.cli.common import OutputPath
+
 __all__ = ["services", "graph"]
 
 
@@ -57,7 +59,7 @@ def _describe(cls: Any) -> dict[str, Any]:
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Dump nodes and edges as JSON.")
-@click.option("--png", type=click.Path(dir_okay=False), default=None,
+@click.option("--png", type=OutputPath(), default=None,
               help="Draw the graph into this PNG file (needs matplotlib).")
 @click.option("--services-only", is_flag=True,
               help="With --png: draw services, joined by the interfaces their tools share.")
