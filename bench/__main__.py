@@ -7,6 +7,8 @@ BENCHMARKS = {
             "python -m bench.env [--quick] [--out FILE]"),
     "compose": ("verified tasks/s per core, a 10,000-task set's duplicates and motif coverage",
                 "python -m bench.compose [--quick] [--workers K] [--out FILE]"),
+    "reward": ("scoring time of hostile replies (1 MB, numbers only, look-alike digits) and "
+               "what exploit agents score", "python -m bench.reward [--quick] [--out FILE]"),
 }
 
 

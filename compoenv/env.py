@@ -246,7 +246,8 @@ class CompoWorldEnv(gym.Env[str, str]):
                                                                      dict[str, Any]]:
         assert self.session is not None and self.task is not None
         self._done = True
-        self._result = score_rubric(self.task.rubric, Outcome(self.session, final_message))
+        self._result = score_rubric(self.task.rubric, Outcome(self.session, final_message,
+                                                              self.task.instruction))
         reward = self._result.score if self.reward_kind == "rubric" else self._result.binary
         return self._last_obs, float(reward), terminated, not terminated, self._info()
 
@@ -259,6 +260,7 @@ class CompoWorldEnv(gym.Env[str, str]):
             info["rubric"] = [c.model_dump() for c in self._result.criteria]
             info["score"] = self._result.score
             info["binary"] = self._result.binary
+            info["net_score"] = self._result.net_score
         return info
 
     def _task_copy(self) -> dict[str, Any]:

@@ -1,4 +1,9 @@
-"""Rubric scoring of an episode, and the completion-focused group reward for RL."""
+"""Rubric scoring of an episode, and the completion-focused group reward for RL.
+
+No work, no reward: an episode that passes none of its required criteria (the work: records
+written, values reported) scores 0, whatever its guards say; guards (``unchanged`` and ``call``
+criteria) add only to episodes that did some of the work.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from pydantic import BaseModel
 
+from compoenv.answers import check_answer
 from compoenv.session import CallRecord, Session
 from compoenv.task import (
     AnswerCriterion, CallCriterion, Criterion, StateCriterion, Task, UnchangedCriterion,
@@ -22,6 +28,7 @@ __all__ = [
 _MISSING = object()
 _PLAIN = frozenset({str, int, float})
 _NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?")
+GUARDS = frozenset({"unchanged"})  # criteria that fail on collateral damage
 _PUNCT = re.compile(r"[\s\"'`.,;:!?()\[\]{}]+")
 
 
@@ -31,6 +38,7 @@ class Outcome:
 
     session: Session
     final_message: str = ""
+    instruction: str = ""  # the request: values it states may be echoed in the reply
 
 
 class CriterionResult(BaseModel):
@@ -44,9 +52,23 @@ class CriterionResult(BaseModel):
 
 
 class RubricResult(BaseModel):
+    """Scores of one episode.
+
+    Attributes:
+        criteria: Each criterion's result (``passed`` is the criterion's own verdict).
+        score: The rubric score: weighted mean of passes, 0 when no required criterion passes.
+        binary: 1.0 when every required criterion passes.
+        net_score: The rubric score net of collateral damage: failed guards count against the
+            score instead of just not adding to it (``max(0, (passed - failed guards) /
+            total)`` by weight), 0 when no required criterion passes.
+        worked: Whether some required criterion passed.
+    """
+
     criteria: list[CriterionResult]
     score: float
     binary: float
+    net_score: float = 0.0
+    worked: bool = True
 
     @property
     def passes(self) -> list[bool]:
@@ -90,14 +112,6 @@ def same_value(expected: Any, actual: Any) -> bool:
     return normalize_text(expected) == normalize_text(actual)
 
 
-def _answer_reported(value: str, message: str) -> bool:
-    number = _as_number(value)
-    if number is not None:
-        return any(math.isclose(number, float(m.replace(",", "")), abs_tol=0.005)
-                   for m in _NUMBER.findall(message) if m.replace(",", "").strip("+-"))
-    return normalize_text(value) in normalize_text(message)
-
-
 def record_dict(record: Any) -> dict[str, Any]:
     """A state record as a dict (a plain value ``v`` is ``{"value": v}``)."""
     if isinstance(record, BaseModel):
@@ -134,6 +148,10 @@ def _check_state(c: StateCriterion, out: Outcome) -> tuple[bool, str]:
     records = _records(out.session, c.service, c.collection)
     if c.key is not None:
         candidates = [records[c.key]] if c.key in records else []
+        if c.changed and candidates:
+            old = _records(out.session, c.service, c.collection, initial=True).get(c.key)
+            if old is candidates[0] or old == candidates[0]:
+                return False, f"{c.service}.{c.collection} {c.key} was not changed"
     else:  # a created record: only records the episode added or replaced can be it
         before = _records(out.session, c.service, c.collection, initial=True)
         candidates = [r for k, r in records.items() if before.get(k) is not r]
@@ -144,8 +162,8 @@ def _check_state(c: StateCriterion, out: Outcome) -> tuple[bool, str]:
 
 
 def _check_answer(c: AnswerCriterion, out: Outcome) -> tuple[bool, str]:
-    hit = _answer_reported(c.value, out.final_message)
-    return hit, "" if hit else f"final message does not report {c.value!r}"
+    return check_answer(c.value, out.final_message, out.session.world, kind=c.value_kind,
+                        allowed=c.allowed, instruction=out.instruction)
 
 
 def _call_matches(c: CallCriterion, record: CallRecord) -> bool:
@@ -159,6 +177,18 @@ def _check_call(c: CallCriterion, out: Outcome) -> tuple[bool, str]:
 
 
 def _check_unchanged(c: UnchangedCriterion, out: Outcome) -> tuple[bool, str]:
+    if c.collection == "*":
+        initial = out.session.initial_state(c.service).collections()
+        final = out.session.state(c.service).collections()
+        for name in sorted(set(initial) | set(final)):
+            if name in c.except_collections:
+                continue
+            one = UnchangedCriterion(id=c.id, description="", service=c.service,
+                                     collection=name)
+            passed, why = _check_unchanged(one, out)
+            if not passed:
+                return passed, why
+        return True, ""
     before = _records(out.session, c.service, c.collection, initial=True)
     after = _records(out.session, c.service, c.collection)
     keep = set(c.except_keys)
@@ -189,17 +219,26 @@ def check_criterion(c: Criterion, outcome: Outcome) -> tuple[bool, str]:
 
 
 def score_rubric(rubric: Sequence[Criterion], outcome: Outcome) -> RubricResult:
-    """Check every criterion: score = weighted mean of passes; binary = all required pass."""
+    """Check every criterion: score = weighted mean of passes and binary = all required pass,
+    both 0 when no required criterion passes (no work, no reward)."""
     results = []
     for c in rubric:
         passed, detail = check_criterion(c, outcome)
         results.append(CriterionResult(id=c.id, kind=c.kind, description=c.description,
                                        passed=passed, weight=c.weight, required=c.required,
                                        detail=detail))
+    required = [r for r in results if r.required]
+    worked = any(r.passed for r in required) if required else True
+    if not worked:
+        return RubricResult(criteria=results, score=0.0, binary=0.0, net_score=0.0,
+                            worked=False)
     total = sum(r.weight for r in results)
-    score = sum(r.weight for r in results if r.passed) / total if total > 0 else 0.0
-    binary = float(all(r.passed for r in results if r.required))
-    return RubricResult(criteria=results, score=score, binary=binary)
+    passed_weight = sum(r.weight for r in results if r.passed)
+    damage = sum(r.weight for r in results if not r.passed and r.kind in GUARDS)
+    score = passed_weight / total if total > 0 else 0.0
+    net = max(0.0, (passed_weight - damage) / total) if total > 0 else 0.0
+    binary = float(all(r.passed for r in required))
+    return RubricResult(criteria=results, score=score, binary=binary, net_score=net)
 
 
 def score_task(task: Task, outcome: Outcome) -> RubricResult:
@@ -217,7 +256,8 @@ def completion_focused(passes: Sequence[Sequence[bool | float]],
     ``r_i = (1 - lam) * sum_k w_k P[i, k] + lam * 1[all required pass for rollout i]``.
 
     Criteria every rollout passes weigh least, rarely passed ones dominate, and a rollout that
-    completes the task always gets the group's top reward. ``alpha=0`` gives the plain weighted
+    completes the task always gets the group's top reward. No work, no reward: a rollout that
+    passes no required criterion gets 0, the lowest reward there is. ``alpha=0`` gives the plain weighted
     rubric (plus the completion bonus); ``lam=0`` drops the bonus.
 
     Args:
@@ -250,7 +290,11 @@ def completion_focused(passes: Sequence[Sequence[bool | float]],
     total = sum(raw)
     w = [x / total for x in raw] if total > 0 else [1.0 / k] * k
     out = []
+    gate = any(need)
     for row in rows:
+        if gate and not any(row[j] for j in range(k) if need[j]):
+            out.append(0.0)
+            continue
         partial = sum(w[j] * row[j] for j in range(k))
         complete = float(all(row[j] for j in range(k) if need[j]))
         out.append(min(1.0, max(0.0, (1.0 - lam) * partial + lam * complete)))  # fp: stay in [0, 1]

@@ -44,6 +44,7 @@ def run_episode(env: CompoWorldEnv, agent: Agent, *, seed: int | None = None,
         "meta": {
             "task_id": task["id"], "rollout_idx": rollout_idx,
             "rubric_score": info["score"], "score": info["binary"],
+            "net_score": info["net_score"],
             "n_tool_calls": n_calls, "n_steps": info["step"], "services": task["services"],
             "domain": task["domain"], "capabilities": task["capabilities"],
             "finish_reason": "stop" if terminated else "max_steps",

@@ -106,14 +106,18 @@ class Session:
         return states, len(self.log)
 
     def rollback(self, point: tuple[dict[str, tuple[State, bool]], int]) -> None:
-        """Undo every call since ``checkpoint()`` (services first used since are dropped)."""
+        """Undo every call since ``checkpoint()`` (services first used since are dropped).
+        The point stays valid: owned states are installed as forks, so a point can be rolled
+        back to again after more calls."""
         states, length = point
         for name in list(self._live):
             if name not in states:
                 del self._live[name]
                 del self._initial[name]
             else:
-                self._live[name].state, self._live[name]._shared = states[name]
+                state, shared = states[name]
+                self._live[name].state = state if shared else state.fork()
+                self._live[name]._shared = shared
         del self.log[length:]
 
     def state(self, name: str) -> State:

@@ -37,8 +37,10 @@ class _Criterion(_Model):
 class StateCriterion(_Criterion):
     """A record exists (or not) in a collection of a service's final state, with these values.
 
-    ``key`` pins one record (a modified one); without it any record of the collection may match
-    (a created one, whose generated id the agent's order of calls decides).
+    ``key`` pins one record (a modified one); without it any record of the collection the
+    episode added or replaced may match (a created one, whose generated id the agent's order of
+    calls decides). With ``changed``, the pinned record must also differ from its initial
+    version (the request changes it, whatever values a simulated tool then chose).
     """
 
     kind: Literal["state"] = "state"
@@ -47,13 +49,19 @@ class StateCriterion(_Criterion):
     key: str | None = None
     match: dict[str, Any] = {}
     exists: bool = True
+    changed: bool = False
 
 
 class AnswerCriterion(_Criterion):
-    """The final message reports ``value`` (compared after normalisation)."""
+    """The final message reports ``value`` as the answer (``compoenv.answers``): the value is
+    among the message's mentions of its ``value_kind``, and the message names at most
+    ``allowed`` distinct values of that kind beside those the request states (defaults: the
+    kind read from the value, and one plus that kind's slack)."""
 
     kind: Literal["answer"] = "answer"
     value: str
+    value_kind: str | None = None
+    allowed: int | None = Field(None, ge=1)
 
 
 class CallCriterion(_Criterion):
@@ -66,13 +74,15 @@ class CallCriterion(_Criterion):
 
 class UnchangedCriterion(_Criterion):
     """No collateral writes: records of a collection, other than ``except_keys``, are untouched
-    and at most ``allow_new`` records were added."""
+    and at most ``allow_new`` records were added. ``collection="*"`` guards every collection of
+    the service but ``except_collections`` (those other criteria guard)."""
 
     kind: Literal["unchanged"] = "unchanged"
     service: str
     collection: str
     except_keys: list[str] = []
     allow_new: int = 0
+    except_collections: list[str] = []
 
 
 Criterion = Annotated[

@@ -109,6 +109,7 @@ class TrajectoryMeta(BaseModel):
     rollout_idx: int = Field(ge=0)
     rubric_score: float = Field(ge=0, le=1)
     score: float
+    net_score: float | None = Field(None, ge=0, le=1)  # rubric score net of collateral damage
     n_tool_calls: int = Field(ge=0)
     n_steps: int = Field(ge=0)
     services: list[str]

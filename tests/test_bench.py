@@ -36,3 +36,15 @@ def test_bench_lists_the_env_benchmark() -> None:
     proc = subprocess.run([sys.executable, "-m", "bench"], cwd=ROOT, capture_output=True,
                           text=True, timeout=60, check=False)
     assert proc.returncode == 0 and "bench.env" in proc.stdout
+
+
+def test_reward_bench_times_hostile_replies_and_scores_exploit_agents(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "bench.reward", "--quick"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout)
+    assert set(result["scoring"]) >= {"1mb_reply", "numbers_only_at_limit",
+                                      "lookalike_digits_at_limit", "oracle_reply"}
+    assert result["exploits"]["direct/oracle"]["rubric_mean"] == 1.0
+    assert result["exploits"]["gateway/idle"]["rubric_mean"] == 0.0
+    assert set(result["meets"]) == set(result["targets"])

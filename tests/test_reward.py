@@ -62,10 +62,34 @@ def test_score_is_weighted_mean_and_binary_needs_every_required_criterion():
     s = _session()
     a = AnswerCriterion(id="a", description="", value="yes", weight=3)
     b = AnswerCriterion(id="b", description="", value="blue", weight=1, required=False)
-    r = score_rubric([a, b], Outcome(s, "yes"))
-    assert r.score == pytest.approx(0.75) and r.binary == 1.0
-    r = score_rubric([a, b], Outcome(s, "blue"))
-    assert r.score == pytest.approx(0.25) and r.binary == 0.0
+    c = AnswerCriterion(id="c", description="", value="green", weight=2)
+    r = score_rubric([a, b, c], Outcome(s, "yes, green"))
+    assert r.score == pytest.approx(5 / 6) and r.binary == 1.0
+    r = score_rubric([a, b, c], Outcome(s, "yes and blue"))
+    assert r.score == pytest.approx(4 / 6) and r.binary == 0.0
+
+
+def test_no_work_no_reward_guards_count_only_beside_work():
+    s = _session()
+    work = AnswerCriterion(id="a", description="", value="yes")
+    guard = UnchangedCriterion(id="u", description="", service="contacts", collection="contacts",
+                               required=False, weight=0.5)
+    idle = score_rubric([work, guard], Outcome(s, "I'm done."))
+    assert idle.passes == [False, True]  # the guard's own verdict stays honest
+    assert (idle.score, idle.binary, idle.net_score, idle.worked) == (0.0, 0.0, 0.0, False)
+    done = score_rubric([work, guard], Outcome(s, "yes"))
+    assert done.score == done.net_score == 1.0
+
+
+def test_net_score_counts_failed_guards_against_the_score():
+    s = _session()
+    work = AnswerCriterion(id="a", description="", value="yes", weight=1)
+    guard = UnchangedCriterion(id="u", description="", service="contacts", collection="contacts",
+                               required=False, weight=1)
+    key = next(iter(s.state("contacts").contacts))
+    s.call("contacts__update_phone", {"contact_id": key, "phone": "+1 555-123-4567"})
+    r = score_rubric([work, guard], Outcome(s, "yes"))
+    assert r.score == pytest.approx(0.5) and r.net_score == 0.0 and r.binary == 1.0
 
 
 def test_a_broken_criterion_fails_itself_not_the_episode():
@@ -154,3 +178,23 @@ def test_a_rarer_criterion_is_worth_more_than_a_commoner_one(passes, j, k):
     probes = [[c == j for c in range(width)], [c == k for c in range(width)]]
     r = completion_focused([*passes, *probes], lam=0)
     assert r[-2] > r[-1]
+
+
+@settings(max_examples=300, deadline=None)
+@given(matrices, st.lists(st.booleans(), min_size=8, max_size=8), st.floats(0, 1),
+       st.floats(0, 2))
+def test_a_rollout_passing_no_required_criterion_gets_the_groups_lowest_reward(
+        passes, required, lam, alpha):
+    need = required[:len(passes[0])]
+    if not any(need):
+        return  # no required criterion: nothing to gate on
+    r = completion_focused(passes, required=need, lam=lam, alpha=alpha)
+    idle = [i for i, row in enumerate(passes) if not any(p for p, n in zip(row, need) if n)]
+    for i in idle:
+        assert r[i] == 0.0 == min(r)
+
+
+def test_guards_alone_earn_nothing_in_a_group():
+    # criterion 0 is the work, 1 and 2 are guards: passing only guards is worth nothing
+    r = completion_focused([[0, 1, 1], [1, 0, 0], [1, 1, 1]], required=[True, False, False])
+    assert r[0] == 0.0 < r[1] < r[2] == 1.0

@@ -1,4 +1,5 @@
-"""Agents that act in CompoWorldEnv: the oracle (plays the solution) and a random baseline."""
+"""Agents that act in CompoWorldEnv: the oracle (plays the solution), a random baseline, and
+exploit agents that try to score without the work (``compoenv.agents.exploits``)."""
 
 from __future__ import annotations
 

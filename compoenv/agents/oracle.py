@@ -17,10 +17,12 @@ class OracleAgent:
     Args:
         fmt: Tool-call format of the actions (``hermes``, ``qwen3_coder``, ``json``).
         per_action: Calls per action; several calls in one action run in order.
+        report: Whether the final answer reports the task's answer values (without: "Done.",
+            the work without the report, which must fail every answer criterion).
     """
 
-    def __init__(self, fmt: str = "hermes", per_action: int = 1) -> None:
-        self.fmt, self.per_action = fmt, per_action
+    def __init__(self, fmt: str = "hermes", per_action: int = 1, report: bool = True) -> None:
+        self.fmt, self.per_action, self.report = fmt, per_action, report
         self._plan: list[ToolCall] = []
         self._final = ""
 
@@ -32,7 +34,7 @@ class OracleAgent:
             if gateway else ToolCall(c.name, c.arguments, f"call_{i}")
             for i, c in enumerate(task.solution)
         ]
-        self._final = oracle_message(task)
+        self._final = oracle_message(task) if self.report else "Done."
 
     def act(self, observation: str, info: dict[str, Any]) -> str:
         if not self._plan:

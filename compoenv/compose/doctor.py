@@ -69,6 +69,10 @@ REASONS: dict[str, tuple[str, str]] = {
                 "writes should create or change records the seed does not already have"),
     "insensitive": ("a solution with a wrong argument to this tool still scored 1.0",
                     "make the result or effect depend on that argument (404 on unknown values)"),
+    "optional_sensitive": ("passing one of this tool's optional parameters explicitly (at its "
+                           "default, or at the value the rubric states) broke the solution",
+                           "give optional parameters defaults the tool honours, and keep "
+                           "records independent of parameters the request leaves open"),
     "ambiguous_grounding": ("a value carried from this tool's result was found at several places",
                             "return each value once, at one path"),
     "duplicate": ("the task equals one already composed", "more tools and varied records help"),

@@ -1,16 +1,25 @@
-"""Rubric building: state criteria for every write, answer criteria, call and unchanged guards."""
+"""Rubric building: state criteria for every write, answer criteria, call and unchanged guards.
+
+Criteria check only what the request determines: a created record is matched on the values the
+solution's calls were given (stated by the user or carried from earlier steps), never on what a
+tool or the world model chose by itself (an invented label, a count, an id), so an agent that
+passes an optional argument the request leaves open is not punished for it.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from compoenv.compose.walk import Walk
-from compoenv.reward import record_dict
+from compoenv.answers import SLACK, kind_of
+from compoenv.compose.records import Walk
+from compoenv.reward import record_dict, same_value
 from compoenv.schema import brief
 from compoenv.session import Session
 from compoenv.task import (
     AnswerCriterion, CallCriterion, Criterion, StateCriterion, UnchangedCriterion,
 )
+from compoenv.world import World
+from compoenv.worldmodel.base import SimState
 
 __all__ = ["build_rubric", "answer_text"]
 
@@ -28,9 +37,48 @@ def _summary(match: dict[str, Any], limit: int = 4) -> str:
     return ", ".join(shown) + (f" and {more} more field(s)" if more > 0 else "")
 
 
-def _state_criteria(service: str, session: Session) -> list[Criterion]:
+def _arguments(walk: Walk, service: str) -> tuple[dict[str, list[Any]], list[Any]]:
+    """What the request fixes for ``service``'s records: the values its calls were given
+    (stated or carried), by parameter name, and the defaults of the optional parameters its
+    writes left out (values the request does not fix)."""
+    given: dict[str, list[Any]] = {}
+    defaults = []
+    for step in walk.steps:
+        if step.spec.service != service:
+            continue
+        for param, value in step.arguments.items():
+            given.setdefault(param, []).append(value)
+        if step.spec.read_only:
+            continue
+        for param, schema in step.spec.parameters.get("properties", {}).items():
+            if param not in step.arguments and "default" in schema:
+                defaults.append(schema["default"])
+    return given, defaults
+
+
+def _among(value: Any, values: list[Any]) -> bool:
+    return any(same_value(v, value) for v in values)
+
+
+def _fixed(field: str, value: Any, given: dict[str, list[Any]], simulated: bool) -> bool:
+    """Whether the request fixes a record's field: a typed tool is a function of its
+    arguments, so a field holding an argument's value holds it because of the request; a
+    simulated tool echoes an argument under the argument's own name, and any other field is
+    the world model's choice (its "source language" may happen to equal the target)."""
+    if simulated:
+        return _among(value, given.get(field, []))
+    return any(_among(value, values) for values in given.values())
+
+
+def _state_criteria(service: str, session: Session, walk: Walk) -> list[Criterion]:
+    """Criteria for the records the solution wrote in ``service``: created records must hold
+    the values the request fixes, modified ones their changes, deleted ones be gone; guards
+    around them. Values a tool or the world model chose by itself are not checked."""
     before_all = session.initial_state(service).collections()
+    simulated = isinstance(session.state(service), SimState)
+    given, defaults = _arguments(walk, service)
     out: list[Criterion] = []
+    touched: list[str] = []
     for collection, after in session.state(service).collections().items():
         before = before_all.get(collection, {})
         noun = collection.rstrip("s").replace("_", " ")
@@ -39,48 +87,63 @@ def _state_criteria(service: str, session: Session) -> list[Criterion]:
                     if k in before and after[k] is not before[k] and after[k] != before[k]]
         deleted = [k for k in before if k not in after]
         for key in created:
-            match = {f: v for f, v in record_dict(after[key]).items() if v != key}
+            match = {f: v for f, v in record_dict(after[key]).items()
+                     if v != key and _fixed(f, v, given, simulated)}
             out.append(StateCriterion(
                 id="", service=service, collection=collection, match=match,
-                description=f"A new {noun} exists in {service} with {_summary(match)}"))
+                description=f"A new {noun} exists in {service}"
+                            + (f" with {_summary(match)}" if match else "")))
         for key in modified:
             old, new = record_dict(before[key]), record_dict(after[key])
-            match = {f: v for f, v in new.items() if old.get(f) != v}
+            # a typed tool's own effects (a status moved to "cancelled") are the request's
+            # doing; a simulated tool's are the world model's choice unless an argument says
+            match = {f: v for f, v in new.items() if old.get(f) != v
+                     and (_fixed(f, v, given, simulated)
+                          or not (simulated or _among(v, defaults)))}
             out.append(StateCriterion(
                 id="", service=service, collection=collection, key=key, match=match,
-                description=f"{noun.capitalize()} {key} in {service} now has {_summary(match)}"))
+                changed=True,
+                description=f"{noun.capitalize()} {key} in {service} was changed"
+                            + (f" to have {_summary(match)}" if match else "")))
         for key in deleted:
             out.append(StateCriterion(
                 id="", service=service, collection=collection, key=key, exists=False,
                 description=f"{noun.capitalize()} {key} was removed from {service}"))
         if not (created or modified or deleted):
-            continue  # guards sit beside the writes; an untouched collection earns no credit
+            continue
+        touched.append(collection)
         out.append(UnchangedCriterion(
             id="", service=service, collection=collection, except_keys=modified + deleted,
             allow_new=len(created), required=False, weight=0.5,
             description=f"No other {collection.replace('_', ' ')} in {service} were changed"))
+    out.append(UnchangedCriterion(
+        id="", service=service, collection="*", except_collections=touched, required=False,
+        weight=0.5, description=f"Nothing else in {service} was changed"))
     return out
+
+
+def _answer_criteria(answers: list[str], world: World) -> list[Criterion]:
+    """One criterion per value to report; each may stand beside as many other values of its
+    kind as the request asks for, plus the kind's slack (``compoenv.answers``)."""
+    kinds = [kind_of(value, world) for value in answers]
+    return [AnswerCriterion(id="", value=value, value_kind=kind,
+                            allowed=kinds.count(kind) + SLACK.get(kind, 0),
+                            description=f"The final message reports {value}")
+            for value, kind in zip(answers, kinds)]
 
 
 def build_rubric(walk: Walk, session: Session, answers: list[str]) -> list[Criterion]:
     """Criteria for a walk executed in ``session`` (whose final state the oracle reaches)."""
     criteria: list[Criterion] = []
     for service in walk.services:
-        criteria.extend(_state_criteria(service, session))
-    for service in walk.guarded:  # the branch not taken must leave its service alone
-        if service in walk.services:
-            continue
-        collections = [c for c, r in session.state(service).__dict__.items()
-                       if isinstance(r, dict)]
-        for collection in collections:  # together they weigh like one guard (0.5)
+        criteria.extend(_state_criteria(service, session, walk))
+    for service in dict.fromkeys(walk.guarded):  # the branch not taken leaves its service be
+        if service not in walk.services:
             criteria.append(UnchangedCriterion(
-                id="", service=service, collection=collection, required=False,
-                weight=0.5 / len(collections),
-                description=f"Nothing in {service} {collection.replace('_', ' ')} was "
-                            f"changed (the other branch was not taken)"))
-    for value in answers:
-        criteria.append(AnswerCriterion(id="", value=value,
-                                        description=f"The final message reports {value}"))
+                id="", service=service, collection="*", required=False, weight=0.5,
+                description=f"Nothing in {service} was changed (the other branch was not "
+                            f"taken)"))
+    criteria.extend(_answer_criteria(answers, session.world))
     for step in walk.steps:
         if step.spec.read_only:
             criteria.append(CallCriterion(

@@ -7,11 +7,12 @@ from typing import Any
 
 from compoenv.compose.rubric import answer_text
 from compoenv.compose.walk import Rejected, Walk
-from compoenv.registry import Registry
+from compoenv.registry import Registry, RegistryError
 from compoenv.reward import Outcome, RubricResult, check_criterion, score_rubric
 from compoenv.schema import extract
 from compoenv.session import Session
-from compoenv.task import Call, Task
+from compoenv.service import split_qualified
+from compoenv.task import Call, StateCriterion, Task
 from compoenv.world import World
 
 __all__ = ["verify_task", "verify_walk", "replay", "replay_simulator", "oracle_message"]
@@ -48,17 +49,18 @@ def replay(task: Task, calls: bool = True, registry: Registry | None = None) -> 
         for call in task.solution:
             session.call(call.name, call.arguments)
         message = oracle_message(task)
-    return score_rubric(task.rubric, Outcome(session, message))
+    return score_rubric(task.rubric, Outcome(session, message, task.instruction))
 
 
 def verify_task(task: Task, registry: Registry | None = None) -> None:
     """Checks that need only the task: no answer is given away by the instruction, oracle
-    scores 1.0, an empty run fails every required criterion, and a solution with one wrong
-    argument scores below 1.0.
+    scores 1.0, an empty run fails every required criterion, the oracle still scores 1.0 with
+    its optional parameters passed explicitly (at their defaults, or at values the rubric
+    states), and a solution with one wrong argument scores below 1.0.
 
     Raises:
         Rejected: with the reason (``leak``, ``no_required``, ``oracle_fails``, ``trivial``,
-            ``insensitive``).
+            ``optional_sensitive``, ``insensitive``).
     """
     text = task.instruction.casefold()
     for value in task.answer:
@@ -67,30 +69,70 @@ def verify_task(task: Task, registry: Registry | None = None) -> None:
     if not any(c.required for c in task.rubric):
         raise Rejected("no_required")
     wrong = _one_wrong_argument(task)
-    session, point = _session(task, registry), None
+    explicit = _explicit_optional(task, registry or Registry.default())
+    branch_at = {i for i, _ in explicit} | ({wrong[0]} if wrong is not None else set())
+    session, points = _session(task, registry), {}
     for i, call in enumerate(task.solution):
-        if wrong is not None and i == wrong[0]:
-            point = session.checkpoint()  # the wrong run shares every call before this one
+        if i in branch_at:
+            points[i] = session.checkpoint()  # variant runs share every call before this one
         session.call(call.name, call.arguments)
     # each run needs only a yes or no, so checks stop at the first criterion that settles it
-    oracle = Outcome(session, oracle_message(task))
+    oracle = Outcome(session, oracle_message(task), task.instruction)
     if not all(check_criterion(c, oracle)[0] for c in task.rubric):
         failed = [c.description for c in score_rubric(task.rubric, oracle).criteria
                   if not c.passed]
         raise Rejected("oracle_fails", "; ".join(failed[:3]))
-    empty = Outcome(_session(task, registry), "")
+    empty = Outcome(_session(task, registry), "", task.instruction)
     passed = [c.id for c in task.rubric if c.required and check_criterion(c, empty)[0]]
     if passed:
         raise Rejected("trivial", f"an empty run passes {passed}")
-    if wrong is not None and point is not None:
-        session.rollback(point)
+    for index, variant in explicit:
+        outcome = _variant(task, session, points[index], index, variant)
+        failed = [c.id for c in task.rubric if not check_criterion(c, outcome)[0]]
+        if failed:
+            extra = sorted(set(variant.arguments) - set(task.solution[index].arguments))
+            raise Rejected("optional_sensitive", f"passing {extra} of {variant.name} "
+                           f"explicitly fails {failed}", (variant.name,))
+    if wrong is not None:
         index, changed = wrong
-        for call in [changed, *task.solution[index + 1:]]:
-            session.call(call.name, call.arguments)
-        wronged = Outcome(session, oracle_message(task))
-        if all(check_criterion(c, wronged)[0] for c in task.rubric):
+        if all(check_criterion(c, _variant(task, session, points[index], index, changed))[0]
+               for c in task.rubric):
             raise Rejected("insensitive", "a solution with a wrong argument still scores 1.0",
                            (changed.name,))
+
+
+def _variant(task: Task, session: Session, point: Any, index: int, call: Call) -> Outcome:
+    """The outcome of the solution with call ``index`` replaced by ``call``."""
+    session.rollback(point)
+    for step in [call, *task.solution[index + 1:]]:
+        session.call(step.name, step.arguments)
+    return Outcome(session, oracle_message(task), task.instruction)
+
+
+def _explicit_optional(task: Task, registry: Registry) -> list[tuple[int, Call]]:
+    """Solution calls with their left-out optional parameters passed explicitly: at their
+    defaults, and (a second variant) at the values the rubric states for fields of the same
+    name. A correct agent may be that explicit; the rubric must not mind."""
+    stated: dict[str, dict[str, Any]] = {}
+    for c in task.rubric:
+        if isinstance(c, StateCriterion):
+            stated.setdefault(c.service, {}).update(c.match)
+    out = []
+    for i, call in enumerate(task.solution):
+        service, _ = split_qualified(call.name)
+        try:
+            parameters = registry.spec(call.name).parameters
+        except RegistryError:
+            continue
+        optional = [p for p in parameters.get("properties", {})
+                    if p not in call.arguments and p not in parameters.get("required", ())]
+        schemas = parameters.get("properties", {})
+        defaults = {p: schemas[p]["default"] for p in optional if "default" in schemas[p]}
+        known = {p: stated[service][p] for p in optional if p in stated.get(service, {})}
+        for extra in (defaults, known):
+            if extra:
+                out.append((i, Call(name=call.name, arguments={**call.arguments, **extra})))
+    return out
 
 
 def _one_wrong_argument(task: Task) -> tuple[int, Call] | None:

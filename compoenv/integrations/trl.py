@@ -112,8 +112,8 @@ class _ToolEnvBase:
             raise RuntimeError("call reset(**row) before scoring")
         if self._result is None:
             self._final = final_message
-            self._result = score_rubric(self._task.rubric,
-                                        Outcome(self._env.session, final_message or ""))
+            self._result = score_rubric(self._task.rubric, Outcome(
+                self._env.session, final_message or "", self._task.instruction))
         return self._result
 
     def get_reward(self) -> float | None:
@@ -130,8 +130,8 @@ class _ToolEnvBase:
 
     @property
     def trajectory(self) -> dict[str, Any]:
-        """The rollout so far in the trajectory format (docs/architecture.md) (with the final reply once
-        scored)."""
+        """The rollout so far in the trajectory format of docs/architecture.md (with the final
+        reply once scored)."""
         if self._task is None:
             raise RuntimeError("call reset(**row) first")
         messages = list(self._env.messages)
@@ -142,7 +142,8 @@ class _ToolEnvBase:
         return {"tools": list(self._tools), "messages": messages, "source": "trl", "meta": {
             "task_id": self._task.id, "rollout_idx": 0,
             "rubric_score": result.score if result else 0.0,
-            "score": result.binary if result else 0.0, "n_tool_calls": n_calls,
+            "score": result.binary if result else 0.0,
+            "net_score": result.net_score if result else 0.0, "n_tool_calls": n_calls,
             "n_steps": sum(m["role"] == "assistant" for m in messages),
             "services": self._task.services, "domain": self._task.domain,
             "capabilities": self._task.capabilities,

@@ -77,6 +77,7 @@ class _Maker:
         self.request, self.world = request, request.world
         self.rng = random.Random(request.seed)
         self.args = request.arguments
+        self.params = request.spec.parameters.get("properties", {})
         required = set(request.spec.parameters.get("required", ()))
         # only required arguments echo by interface: an optional filter (max_price) says
         # nothing about what is found
@@ -94,6 +95,11 @@ class _Maker:
                                                     if k not in (key,)}}, name, person, echo)
         if name in self.args and _fits(self.args[name], schema):
             return self.args[name]  # echo: get_forecast(city="Oslo") is about Oslo
+        same = self.params.get(name)
+        if same is not None and "enum" in same and "enum" not in schema:
+            # a field named like a parameter takes the parameter's values: a run's department
+            # is one of the departments the tool accepts
+            schema = {**schema, "enum": same["enum"]}
         interface = schema.get("x-interface")
         if echo and interface in self.arg_by_interface and schema.get("type") != "object" \
                 and _fits(self.arg_by_interface[interface], schema):

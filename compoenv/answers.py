@@ -1,0 +1,335 @@
+"""Answer matching: a final message passes an answer criterion only when it reports the value
+as *the* answer, not as one candidate among many.
+
+The reply is read as a set of typed mentions: numbers, dates, date-times, times, emails,
+phones, URLs, ids, and the World's people, organisations, cities and job titles. Formats are
+normalised ("$1,234.50" is 1234.5, "March 3, 2026" is 2026-03-03, casing, punctuation, look-alike
+digits under Unicode NFKC). An answer criterion for value ``v`` of kind ``K`` passes when
+
+1. ``v`` is among the reply's mentions of kind ``K`` (for text without a kind: the normalised
+   value occurs in the normalised reply), and
+2. the reply mentions at most ``allowed`` distinct values of kind ``K``, where ``allowed`` is
+   the number of answers of that kind the request asks for plus ``SLACK[K]``. Values the
+   request itself states (echoes) and today's date do not count, and neither do the numbers of
+   a numbered list ("1. ...").
+
+A reply longer than ``MAX_ANSWER_CHARS`` fails every answer criterion: a report needs no more,
+and reading it stays bounded whatever the agent sends.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+from compoenv._cache import ByIdentity
+from compoenv.world import World
+
+__all__ = ["MAX_ANSWER_CHARS", "SLACK", "KINDS", "Mentions", "kind_of", "read_mentions",
+           "check_answer", "canonical"]
+
+MAX_ANSWER_CHARS = 8_000  # about 2,000 tokens: a long report
+# extra distinct values of a kind a reply may hold beyond those asked for; small integers
+# (counts) are the easiest to guess, so they get the least
+SLACK: dict[str, int] = {
+    "integer": 1, "decimal": 2, "date": 2, "datetime": 2, "email": 2, "phone": 1, "url": 1,
+    "id": 2, "person": 2, "organization": 2, "city": 2, "title": 1,
+}
+KINDS = tuple(SLACK) + ("text",)
+
+_MONTHS = {m: i + 1 for i, m in enumerate(
+    ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"))}
+_MONTH = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+_URL = re.compile(r"https?://[^\s<>\"')\]]+", re.I)
+_EMAIL = re.compile(r"[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,}", re.I)
+_ISO_DATETIME = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})[t ](\d{2}):(\d{2})(?::\d{2})?\b", re.I)
+_ISO_DATE = re.compile(r"\b(\d{4})[-/](\d{2})[-/](\d{2})\b")
+_MONTH_FIRST = re.compile(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
+_DAY_FIRST = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+(\d{{4}})\b",
+                        re.I)
+_TIME = re.compile(r"\b(\d{1,2})(?::(\d{2}))?(?::\d{2})?\s*([ap])\.?m\.?(?![a-z])|"
+                   r"\b(\d{1,2}):(\d{2})(?::\d{2})?\b", re.I)
+_PHONE = re.compile(r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?\(?\d{3}\)?[ .-]\d{3}[.-]\d{4}(?!\d)")
+_ID = re.compile(r"\b(?:[A-Z]{1,5}-\d{2,}|TRK\d{8}|[A-Z]{2}\d{2,4})\b")
+_LIST_MARK = re.compile(r"(?m)^\s*\d{1,3}[.)]\s")
+_NUMBER = re.compile(r"(?<![\w.])[-+\u2212]?[$€£]?\s?\d[\d,]*(?:\.\d+)?(?![\d,]*\.?\w)")
+_WORDS = re.compile(r"[^\W\d_]+")
+
+
+@dataclass
+class Mentions:
+    """The typed values a text mentions, each kind a set of canonical strings."""
+
+    values: dict[str, set[str]] = field(default_factory=dict)
+    text: str = ""  # the normalised text, for values of no known kind
+
+    def of(self, kind: str) -> set[str]:
+        return self.values.get(kind, set())
+
+
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text)
+
+
+def _number(text: str) -> float | None:
+    cleaned = text.replace("\u2212", "-").replace("$", "").replace("€", "").replace("£", "")
+    cleaned = cleaned.replace(",", "").replace(" ", "")
+    try:
+        value = float(cleaned)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _number_key(value: float) -> str:
+    return f"{round(value, 2):.2f}"
+
+
+def _date(year: int, month: int, day: int) -> str | None:
+    import datetime as dt
+
+    try:
+        return dt.date(year, month, day).isoformat()
+    except ValueError:
+        return None
+
+
+def _vocabulary(world: World) -> dict[str, tuple[str, str]]:
+    """Casefolded phrase -> (kind, canonical) for the World's named things."""
+    vocab: dict[str, tuple[str, str]] = {}
+    for title in {p.title for p in world.people}:
+        vocab[title.casefold()] = ("title", title.casefold())
+    for city in world.cities:
+        vocab[city.name.casefold()] = ("city", city.name.casefold())
+    for org in world.orgs:
+        vocab[org.name.casefold()] = ("organization", org.name.casefold())
+    for person in world.people:
+        vocab[person.name.casefold()] = ("person", person.name.casefold())
+    return vocab
+
+
+_VOCAB: ByIdentity[World, dict[str, tuple[str, str]]] = ByIdentity(_vocabulary, maxsize=64)
+
+
+_NEEDS = {  # what a kind is read from: the patterns to mask first, then its own reader
+    "integer": "numbers", "decimal": "numbers", "date": "dates", "datetime": "dates",
+    "time": "dates", "email": "email", "url": "url", "phone": "phone", "id": "id",
+    "person": "names", "organization": "names", "city": "names", "title": "names",
+}
+_ANY_MONTH = re.compile(r"(?i)\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)")
+
+
+def _masked(text: str) -> str:
+    """``text`` with everything that holds digits but is no plain number blanked out (each
+    pattern tried only when the characters it needs are there: regexes cost)."""
+    if "://" in text:
+        text = _URL.sub(" ", text)
+    if "@" in text:
+        text = _EMAIL.sub(" ", text)
+    if "-" in text or "/" in text:
+        text = _ISO_DATE.sub(" ", _ISO_DATETIME.sub(" ", text))
+    if _ANY_MONTH.search(text):
+        text = _DAY_FIRST.sub(" ", _MONTH_FIRST.sub(" ", text))
+    if ":" in text or "m" in text or "M" in text:
+        text = _TIME.sub(" ", text)
+    text = _PHONE.sub(" ", text)
+    return _ID.sub(" ", text)
+
+
+class _Enough(Exception):
+    """More distinct values of a kind than anyone asked about: reading can stop."""
+
+
+def read_mentions(text: str, world: World | None = None,
+                  kinds: frozenset[str] | None = None, stop: int | None = None) -> Mentions:
+    """The typed values ``text`` mentions: of every kind, or only of ``kinds`` (cheaper).
+
+    Call it on at most ``MAX_ANSWER_CHARS`` characters. With ``stop``, reading ends once some
+    kind has more than ``stop`` distinct values (the result is then partial).
+    """
+    try:
+        return _read(text, world, kinds, stop)
+    except _Enough as enough:
+        return enough.args[0]
+
+
+def _read(text: str, world: World | None, kinds: frozenset[str] | None,
+          stop: int | None) -> Mentions:
+    text = text if text.isascii() else _fold(text)
+    readers = set(_NEEDS.values()) if kinds is None else {_NEEDS[k] for k in kinds
+                                                          if k in _NEEDS}
+    found: dict[str, set[str]] = {}
+
+    def add(kind: str, value: str | None) -> None:
+        if value is not None:
+            seen = found.setdefault(kind, set())
+            seen.add(value)
+            if stop is not None and len(seen) > stop:
+                raise _Enough(Mentions(found, ""))
+
+    if "url" in readers:
+        for m in _URL.finditer(text):
+            add("url", m.group(0).rstrip(".,;:!?").casefold().rstrip("/"))
+    if "email" in readers and "@" in text:
+        for m in _EMAIL.finditer(text):
+            add("email", m.group(0).casefold())
+    if "dates" in readers:
+        rest = _URL.sub(" ", text)
+        for m in _ISO_DATETIME.finditer(rest):
+            day = _date(*map(int, m.group(1, 2, 3)))
+            add("datetime", None if day is None else f"{day}T{m.group(4)}:{m.group(5)}")
+            add("date", day)
+        rest = _ISO_DATETIME.sub(" ", rest)
+        for m in _ISO_DATE.finditer(rest):
+            add("date", _date(*map(int, m.groups())))
+        for m in _MONTH_FIRST.finditer(rest):
+            add("date", _date(int(m.group(3)), _MONTHS[m.group(1)[:3].lower()], int(m.group(2))))
+        for m in _DAY_FIRST.finditer(rest):
+            add("date", _date(int(m.group(3)), _MONTHS[m.group(2)[:3].lower()], int(m.group(1))))
+        if ":" in rest or "m" in rest.lower():
+            for m in _TIME.finditer(_ISO_DATE.sub(" ", rest)):
+                add("time", _time(m))
+    if "phone" in readers:
+        for m in _PHONE.finditer(text):
+            add("phone", re.sub(r"\D", "", m.group(0))[-10:])
+    if "id" in readers:
+        for m in _ID.finditer(text):
+            add("id", m.group(0).upper())
+    if "numbers" in readers:
+        rest = _LIST_MARK.sub(" ", _masked(text))
+        for raw in dict.fromkeys(_NUMBER.findall(rest)):  # each distinct spelling once
+            value = _number(raw)
+            if value is not None:
+                add("integer" if value == int(value) and abs(value) < 1e15 else "decimal",
+                    _number_key(value))
+    if "names" in readers and world is not None:
+        vocab = _VOCAB(world)
+        words = _WORDS.findall(text.casefold())
+        get = vocab.get
+        for i, word in enumerate(words):
+            hit = get(word)
+            if hit is not None:
+                add(*hit)
+            if i + 1 < len(words):
+                hit = get(word + " " + words[i + 1])
+                if hit is not None:
+                    add(*hit)
+    normalised = ""
+    if kinds is None or "text" in kinds:
+        normalised = " " + " ".join(_WORDS_AND_NUMBERS.findall(text.casefold())) + " "
+    return Mentions(found, normalised)
+
+
+_WORDS_AND_NUMBERS = re.compile(r"[^\W_]+(?:[.,'-][^\W_]+)*")
+
+
+def _time(match: re.Match[str]) -> str | None:
+    if match.group(4) is not None:
+        hour, minute = int(match.group(4)), int(match.group(5))
+    else:
+        hour, minute = int(match.group(1)), int(match.group(2) or 0)
+        if not 1 <= hour <= 12:
+            return None
+        hour = hour % 12 + (12 if match.group(3).lower() == "p" else 0)
+    return f"{hour:02d}:{minute:02d}" if hour < 24 and minute < 60 else None
+
+
+def kind_of(value: str, world: World | None = None) -> str:
+    """The kind of an expected answer value (``text`` when it is none of the typed kinds)."""
+    mentions = read_mentions(value, world)
+    # a value is of the first kind that reads it whole: an email also names a person, a
+    # date-time also a date
+    for kind in ("url", "email", "datetime", "date", "phone", "id", "integer", "decimal",
+                 "person", "organization", "city", "title"):
+        if mentions.of(kind) and _whole(value, kind, world):
+            return kind
+    return "text"
+
+
+def _whole(value: str, kind: str, world: World | None) -> bool:
+    """Whether ``value`` is nothing but one mention of ``kind`` (not "4 invoices", say)."""
+    found = read_mentions(value, world, frozenset({kind})).of(kind)
+    if len(found) != 1:
+        return False
+    if kind in ("integer", "decimal"):
+        return _number(value.strip()) is not None
+    if kind in ("person", "organization", "city", "title"):
+        return " ".join(_WORDS.findall(value.casefold())) in found
+    return True
+
+
+def canonical(value: str, kind: str, world: World | None = None) -> str:
+    """The canonical form of an expected value of ``kind`` (as ``read_mentions`` writes it)."""
+    if kind == "text":
+        return " ".join(_WORDS_AND_NUMBERS.findall(_fold(value).casefold()))
+    found = read_mentions(value, world, frozenset({kind})).of(kind)
+    return next(iter(found)) if len(found) == 1 else _fold(value).casefold().strip()
+
+
+def _echoes(instruction: str, world: World | None, kind: str) -> frozenset[str]:
+    """Values of ``kind`` the request states (cached: every episode of a task asks again)."""
+    if not instruction:
+        return frozenset()
+    key = (instruction, world.seed if world is not None else None, kind)
+    hit = _ECHOES.get(key)
+    if hit is None:
+        if len(_ECHOES) >= 4096:
+            _ECHOES.clear()
+        hit = _ECHOES[key] = frozenset(read_mentions(instruction[:MAX_ANSWER_CHARS], world,
+                                                     frozenset({kind})).of(kind))
+    return hit
+
+
+_ECHOES: dict[tuple[str, int | None, str], frozenset[str]] = {}
+
+
+def check_answer(expected: str, message: str, world: World | None = None, *,
+                 kind: str | None = None, allowed: int | None = None,
+                 instruction: str = "") -> tuple[bool, str]:
+    """Whether ``message`` reports ``expected`` as the answer, and why not.
+
+    Args:
+        expected: The value the request asks for, as ``Task.answer`` writes it.
+        message: The final message.
+        world: The episode's World (its named things are typed mentions).
+        kind: The value's kind (default: ``kind_of(expected)``).
+        allowed: Distinct values of that kind the message may hold (default: 1 + slack).
+        instruction: The request; values it states may be echoed without counting.
+    """
+    if not isinstance(message, str):
+        return False, "the final message is not text"
+    if len(message) > MAX_ANSWER_CHARS:
+        return False, (f"the final message is {len(message):,} characters; answers are read from "
+                       f"at most {MAX_ANSWER_CHARS:,}")
+    kind = kind if kind in KINDS else kind_of(expected, world)
+    if kind == "text":
+        target = canonical(expected, "text")
+        hit = bool(target) and f" {target} " in read_mentions(message, world,
+                                                              frozenset({"text"})).text
+        return hit, "" if hit else f"the final message does not report {expected!r}"
+    target = canonical(expected, kind, world)
+    if kind == "datetime":
+        reply = read_mentions(message, world, frozenset({"datetime", "date", "time"}))
+        day, _, clock = target.partition("T")
+        hit = target in reply.of("datetime") or (day in reply.of("date")
+                                                 and clock in reply.of("time"))
+        counted, echoes, target_key = reply.of("date"), _echoes(instruction, world, "date"), day
+    else:
+        echoes = _echoes(instruction, world, kind)
+        limit = (allowed if allowed is not None else 1 + SLACK.get(kind, 0)) + len(echoes) + 1
+        reply = read_mentions(message, world, frozenset({kind}), stop=limit)
+        hit = target in reply.of(kind) or len(reply.of(kind)) > limit
+        counted, target_key = reply.of(kind), target
+    if not hit:
+        return False, f"the final message does not report {expected!r}"
+    if world is not None and kind in ("date", "datetime"):
+        echoes = echoes | {world.today.isoformat()}
+    others = counted - echoes - {target_key}
+    most = allowed if allowed is not None else 1 + SLACK.get(kind, 0)
+    if len(others) >= most:
+        return False, (f"the final message names {len(others) + 1} or more distinct {kind} "
+                       f"values; at most {most} may stand beside what the request states (a "
+                       f"list of candidates is not an answer)")
+    return True, ""
