@@ -96,6 +96,7 @@ class EpisodeOutcome:
     required: tuple[bool, ...] = ()
     score: float = 0.0
     binary: float = 0.0
+    net_score: float = 0.0
     label_error: bool = False
 
 
@@ -226,7 +227,8 @@ class AgentInstance(AgentInstanceBase):
                 passes=tuple(bool(c["passed"]) for c in info["rubric"]),
                 weights=tuple(float(c["weight"]) for c in info["rubric"]),
                 required=tuple(bool(c["required"]) for c in info["rubric"]),
-                score=float(info["score"]), binary=float(info["binary"]))
+                score=float(info["score"]), binary=float(info["binary"]),
+                net_score=float(info["net_score"]))
             return ""
         after = closing + self.tool_turn(before)  # what the model wrote of it is not repeated
         return after[max(kept, _overlap(emitted, after, self.tokenizer)):]
@@ -282,6 +284,7 @@ class AgentInstance(AgentInstanceBase):
         outcome = self.outcome or EpisodeOutcome(label_error=bool(self.error))
         passed = sum(outcome.passes)
         return {"rubric_score": outcome.score, "completed": outcome.binary,
+                "net_score": outcome.net_score,
                 "pass_rate": passed / max(len(outcome.passes), 1),
                 "criteria_passed": float(passed), "tool_calls": float(self.tool_calls),
                 "tool_errors": float(self.tool_errors), "steps": float(self.steps),
