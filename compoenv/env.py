@@ -126,7 +126,7 @@ class CompoWorldEnv(gym.Env[str, str]):
         super().reset(seed=seed)
         options = options or {}
         task = self._pick_task(options)
-        world = World.get(task.seed)
+        world = World.get(task.seed, task.today())
         names = task.services + task.distractors if self.mode == "gateway" else task.services
         self.task = task
         self.session = Session([self.registry.get(n) for n in names], world,
@@ -150,17 +150,15 @@ class CompoWorldEnv(gym.Env[str, str]):
         return self._last_obs, self._info()
 
     def _simulator(self, task: Task) -> Any:
-        """The episode's world model: the task's recorded answers first, then the configured
-        model (offline unless ``world_model`` or COMPOENV_WORLD_MODEL says otherwise)."""
-        answers = task.recorded.get("answers") or {}
+        """The episode's world model: the task's recorded answers first, the solution's calls
+        by the model the task was verified with, then the configured model (offline unless
+        ``world_model`` or COMPOENV_WORLD_MODEL says otherwise)."""
         configured = self.world_model or os.environ.get("COMPOENV_WORLD_MODEL")
-        if not answers and configured in (None, "", "offline"):
-            return None
-        from compoenv.worldmodel.config import simulator_from
+        if not task.recorded.get("answers") and configured in (None, "", "offline"):
+            return None  # the common case, without importing the world-model configuration
+        from compoenv.worldmodel.config import simulator_for_task
 
-        simulator = simulator_from(configured)
-        simulator.recorded = answers
-        return simulator
+        return simulator_for_task(task, configured)
 
     @property
     def spec(self) -> gym.envs.registration.EnvSpec | None:

@@ -40,9 +40,26 @@ class LLMError(Exception):
         self.detail = detail
 
 
+# settings read from <prefix>_<NAME>: field, parser, what a valid value looks like
+_ENV_FIELDS: tuple[tuple[str, str, Any, str], ...] = (
+    ("MODEL", "model", str, "a model name"),
+    ("API_KEY", "api_key", str, "a token"),
+    ("TIMEOUT_S", "timeout_s", float, "seconds > 0"),
+    ("TOTAL_TIMEOUT_S", "total_timeout_s", float, "seconds > 0"),
+    ("MAX_RETRIES", "max_retries", int, "an integer >= 0"),
+    ("BACKOFF_S", "backoff_s", float, "seconds >= 0"),
+    ("TEMPERATURE", "temperature", float, "a number >= 0"),
+    ("MAX_TOKENS", "max_tokens", int, "an integer >= 1"),
+    ("CONCURRENCY", "concurrency", int, "an integer >= 1"),
+)
+
+
 @dataclass(frozen=True)
 class EndpointConfig:
     """Where and how to call an OpenAI-compatible ``/v1/chat/completions`` endpoint.
+
+    The defaults are safe for a hung server: a call, retries and backoff included, returns
+    (or raises ``LLMError("timeout")``) within ``total_timeout_s`` (30 s).
 
     Attributes:
         base_url: The API root including ``/v1``, e.g. ``http://localhost:8000/v1``.
@@ -53,30 +70,64 @@ class EndpointConfig:
         backoff_s: Sleep before the first retry; doubles with each further retry.
         temperature: Sampling temperature (0.0: as deterministic as the server allows).
         max_tokens: Most tokens the model may generate per reply.
+        total_timeout_s: Limit of one call, every attempt and backoff included.
+        concurrency: Most requests one client has in flight at once (others wait, within
+            their own time limit).
     """
 
     base_url: str
     model: str
     api_key: str = "EMPTY"
-    timeout_s: float = 30.0
-    max_retries: int = 3
+    timeout_s: float = 10.0
+    max_retries: int = 2
     backoff_s: float = 0.5
     temperature: float = 0.0
     max_tokens: int = 1024
+    total_timeout_s: float = 30.0
+    concurrency: int = 8
+
+    def __post_init__(self) -> None:
+        for name, low, strict in (("timeout_s", 0, True), ("total_timeout_s", 0, True),
+                                  ("max_retries", 0, False), ("backoff_s", 0, False),
+                                  ("temperature", 0, False), ("max_tokens", 1, False),
+                                  ("concurrency", 1, False)):
+            value = getattr(self, name)
+            if value < low or (strict and value == low):
+                raise ValueError(f"EndpointConfig.{name} must be {'>' if strict else '>='} "
+                                 f"{low}, got {value!r}")
 
     @classmethod
-    def from_env(cls, prefix: str = "COMPOENV_LLM") -> EndpointConfig | None:
-        """From ``<prefix>_BASE_URL``, ``_MODEL`` and ``_API_KEY``; None if BASE_URL is unset."""
-        base_url = os.environ.get(f"{prefix}_BASE_URL", "").strip()
+    def from_env(cls, prefix: str = "COMPOENV_LLM",
+                 base_url: str | None = None) -> EndpointConfig | None:
+        """From ``<prefix>_BASE_URL`` (or ``base_url``) and the other ``<prefix>_*`` settings:
+        ``_MODEL``, ``_API_KEY``, ``_TIMEOUT_S``, ``_TOTAL_TIMEOUT_S``, ``_MAX_RETRIES``,
+        ``_BACKOFF_S``, ``_TEMPERATURE``, ``_MAX_TOKENS``, ``_CONCURRENCY``; None if no base URL.
+
+        Raises:
+            ValueError: a setting that does not parse, naming the variable.
+        """
+        base_url = base_url or os.environ.get(f"{prefix}_BASE_URL", "").strip()
         if not base_url:
             return None
-        return cls(base_url=base_url, model=os.environ.get(f"{prefix}_MODEL", "default"),
-                   api_key=os.environ.get(f"{prefix}_API_KEY") or "EMPTY")
+        values: dict[str, Any] = {"model": "default"}
+        for suffix, field_name, parse, expected in _ENV_FIELDS:
+            raw = os.environ.get(f"{prefix}_{suffix}", "").strip()
+            if not raw:
+                continue
+            try:
+                values[field_name] = parse(raw)
+            except ValueError:
+                raise ValueError(f"{prefix}_{suffix}={raw!r}: expected {expected}") from None
+        try:
+            return cls(base_url=base_url, **values)
+        except ValueError as exc:
+            raise ValueError(f"{exc} (from the {prefix}_* environment variables)") from None
 
     def max_wall_s(self) -> float:
-        """The longest one ``complete`` call may take: every attempt plus every backoff."""
-        return (self.timeout_s * (self.max_retries + 1)
-                + self.backoff_s * (2 ** self.max_retries - 1))
+        """The longest one ``complete`` call may take: every attempt plus every backoff,
+        capped by ``total_timeout_s``."""
+        return min(self.total_timeout_s, self.timeout_s * (self.max_retries + 1)
+                   + self.backoff_s * (2 ** self.max_retries - 1))
 
 
 def _import_openai() -> tuple[ModuleType, ModuleType]:
@@ -116,6 +167,7 @@ class ChatClient:
         self.supports_response_format = True  # until the server rejects one
         self._client = self._openai.OpenAI(base_url=config.base_url, api_key=config.api_key,
                                            timeout=config.timeout_s, max_retries=0)
+        self._slots = threading.BoundedSemaphore(config.concurrency)
 
     @classmethod
     def from_env(cls, prefix: str = "COMPOENV_LLM") -> ChatClient | None:
@@ -208,7 +260,18 @@ class ChatClient:
 
     def _attempt(self, request: dict[str, Any], timeout: float) -> Any:
         """``_post`` in a daemon thread, given up on after ``timeout`` (the thread then ends
-        by its own socket timeouts or its deadline check between body chunks)."""
+        by its own socket timeouts or its deadline check between body chunks); at most
+        ``config.concurrency`` attempts of this client run at once."""
+        start = time.monotonic()
+        if not self._slots.acquire(timeout=timeout):
+            raise LLMError("timeout", f"all {self.config.concurrency} request slots stayed "
+                                      f"busy for {timeout:.2f}s (COMPOENV_LLM_CONCURRENCY)")
+        try:
+            return self._run(request, timeout - (time.monotonic() - start))
+        finally:
+            self._slots.release()
+
+    def _run(self, request: dict[str, Any], timeout: float) -> Any:
         outcome: list[tuple[bool, Any]] = []
 
         def work() -> None:

@@ -219,12 +219,16 @@ def add_thoughts(record: dict[str, Any] | Trajectory, *, style: str = "reasoning
 def oracle_sft(tasks: Sequence[Task | dict[str, Any]], *, mode: str = "direct",
                style: str = "reasoning", workers: int | None = 1, ray_address: str | None = None,
                env_kwargs: dict[str, Any] | None = None, registry: Registry | None = None,
-               progress: Callable[[int], None] | None = None
+               progress: Callable[[int], None] | None = None, verify: bool = True
                ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The oracle's trajectories of ``tasks`` that pass the rubric, with thoughts added.
 
+    A task file is data from anywhere: with ``verify`` each task is verified first (the
+    checks a composed task passes: the oracle scores 1.0, an empty run fails, ...), and an
+    unverified task gives no trajectory, so a rubric that anything passes cannot make one.
+
     Args:
-        tasks: Verified tasks.
+        tasks: The tasks.
         mode: ``"direct"`` (the task's tools) or ``"gateway"`` (meta-tools).
         style: Where thoughts go (see add_thoughts).
         workers: Processes (or Ray actors) for the rollouts; see run_rollouts.
@@ -233,15 +237,32 @@ def oracle_sft(tasks: Sequence[Task | dict[str, Any]], *, mode: str = "direct",
         registry: Where thoughts look tool phrases up (default: the built-in library).
         progress: Called with the number of finished episodes.
 
+        verify: Verify each task before playing it.
+
     Returns:
         ``(records, counts)``: the passing records in task order, and
-        ``{"episodes", "passed", "failed", "failed_tasks"}``.
+        ``{"episodes", "passed", "failed", "failed_tasks", "unverified"}`` (``unverified``:
+        task id -> why it failed verification).
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     if style not in THOUGHT_STYLES:
         raise ValueError(f"style must be one of {THOUGHT_STYLES}, got {style!r}")
     coerced = [Task.coerce(t) for t in tasks]
+    unverified: dict[str, str] = {}
+    if verify:
+        from compoenv.compose.records import Rejected
+        from compoenv.compose.verify import verify_task
+
+        for task in coerced:
+            try:
+                verify_task(task, registry)
+            except Rejected as exc:
+                unverified[task.id or "(no id)"] = str(exc)
+        coerced = [t for t in coerced if (t.id or "(no id)") not in unverified]
+    if not coerced:
+        return [], {"episodes": 0, "passed": 0, "failed": 0, "failed_tasks": [],
+                    "unverified": unverified}
     kwargs = {**(env_kwargs or {}), "mode": mode}
     if "max_steps" not in kwargs:  # the oracle makes one call per step, then answers
         kwargs["max_steps"] = max([20] + [len(t.solution) + 1 for t in coerced])
@@ -251,7 +272,7 @@ def oracle_sft(tasks: Sequence[Task | dict[str, Any]], *, mode: str = "direct",
             if r["meta"]["score"] == 1.0]
     failed = [r["meta"]["task_id"] for r in records if r["meta"]["score"] != 1.0]
     return kept, {"episodes": len(records), "passed": len(kept), "failed": len(failed),
-                  "failed_tasks": failed}
+                  "failed_tasks": failed, "unverified": unverified}
 
 
 def keep_passing(records: Iterable[Trajectory | dict[str, Any]],

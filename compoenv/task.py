@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Iterable, Iterator, Literal, TypeVar, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 __all__ = [
     "Task", "Call", "Criterion", "StateCriterion", "AnswerCriterion", "CallCriterion",
@@ -100,9 +100,9 @@ class Task(_Model):
 
     id: str = ""
     instruction: str
-    services: list[str]
+    services: list[str] = Field(min_length=1)
     distractors: list[str] = []
-    seed: int
+    seed: int = Field(ge=0, lt=2**31)
     date: str
     solution: list[Call]
     answer: list[str] = []
@@ -112,7 +112,27 @@ class Task(_Model):
     hops: int
     recorded: dict[str, Any] = {}
     fingerprint: dict[str, str] = {}
-    walk_seed: int | None = None
+    walk_seed: int | None = Field(None, ge=0, lt=2**31)
+
+    @field_validator("date")
+    @classmethod
+    def _iso_date(cls, value: str) -> str:
+        import datetime as dt
+
+        try:
+            dt.date.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"date must be an ISO date such as 2026-03-16, got {value!r}") \
+                from None
+        if len(value) != 10:
+            raise ValueError(f"date must be YYYY-MM-DD, got {value!r}")
+        return value
+
+    def today(self) -> Any:
+        """The task's date as a ``datetime.date`` (its World's "today")."""
+        import datetime as dt
+
+        return dt.date.fromisoformat(self.date)
 
     def content_hash(self) -> str:
         """A hash of everything but ``id``: equal tasks, equal hashes."""

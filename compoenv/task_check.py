@@ -1,9 +1,11 @@
-"""Tasks checked against the library they are played on: services, their versions, and tools.
+"""Tasks checked against the library they are played on: services, versions, tools, answers.
 
 A task records the services it mounts and their versions (``fingerprint``). Played on a library
 without one of those services, or whose solution calls a tool the library lacks, it could only
 fail at reset or score 0 for the oracle: such a task is an error at load time, naming the file,
-the line and the task. A service whose version changed since the task was composed is a
+the line and the task. So is a recorded world-model answer that belongs to no tool of the
+task, does not fit the tool's return schema, or changes state for a read-only tool (a task
+file is data from anywhere; it must not inject records). A service whose version changed since the task was composed is a
 warning (``StaleTaskWarning``): the task may still play, but its solution was verified against
 the older service.
 """
@@ -16,7 +18,8 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from compoenv.registry import Registry
-from compoenv.service import did_you_mean, split_qualified
+from compoenv.schema import brief, is_valid
+from compoenv.service import ToolSpec, did_you_mean, split_qualified
 from compoenv.task import Task, TaskFileError, iter_numbered_tasks
 
 __all__ = ["StaleTaskWarning", "TaskCheck", "check_task", "load_checked"]
@@ -64,7 +67,51 @@ def check_task(task: Task, registry: Registry) -> TaskCheck:
         if service is not None and service not in mounted:
             check.errors.append(f"criterion {criterion.id!r} grades service {service!r}, which "
                                 f"the task does not mount")
+        if criterion.kind == "call" and _spec(criterion.name, mounted, registry) is None:
+            check.errors.append(f"criterion {criterion.id!r} expects a call of "
+                                f"{criterion.name!r}, which is no tool of the task's services")
+    check.errors.extend(_recorded_errors(task, mounted, registry))
     return check
+
+
+def _spec(name: str, mounted: list[str], registry: Registry) -> ToolSpec | None:
+    service, tool = split_qualified(name)
+    if service not in mounted or service not in registry:
+        return None
+    return registry.get(service).tool_specs().get(tool)
+
+
+def _recorded_errors(task: Task, mounted: list[str], registry: Registry) -> list[str]:
+    """Recorded world-model answers must belong to the task's tools, fit their return schemas,
+    and change state only for tools that write."""
+    answers = task.recorded.get("answers", {})
+    if not isinstance(answers, dict):
+        return [f"recorded.answers must be an object of request key -> answer, "
+                f"got {type(answers).__name__}"]
+    errors = []
+    for key, saved in answers.items():
+        where = f"recorded.answers[{brief(key, 60)}]"
+        spec = _spec(key.split("|", 1)[0], mounted, registry) if isinstance(key, str) else None
+        if spec is None:
+            errors.append(f"{where}: the key does not start with a tool of the task's services "
+                          f"(<service>__<tool>|<arguments>|<state>)")
+            continue
+        if not isinstance(saved, dict) or "data" not in saved:
+            errors.append(f"{where}: an answer is an object with 'data' (and 'patch', "
+                          f"'source')")
+            continue
+        if not is_valid(saved["data"], spec.returns):
+            errors.append(f"{where}: 'data' does not match the return schema of "
+                          f"{spec.qualified_name}")
+        patch = saved.get("patch") or {}
+        if not isinstance(patch, dict) or not all(
+                isinstance(c, dict) and all(r is None or isinstance(r, dict) for r in c.values())
+                for c in patch.values()):
+            errors.append(f"{where}: 'patch' maps collections to {{key: record or null}}")
+        elif patch and spec.read_only:
+            errors.append(f"{where}: {spec.qualified_name} is read-only, but its recorded "
+                          f"answer carries a state change")
+    return errors
 
 
 def load_checked(source: str | Path | Sequence[Task | dict[str, Any]],

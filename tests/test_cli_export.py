@@ -188,15 +188,17 @@ def test_sft_export_errors_name_the_line(tmp_path):
     source = tmp_path / "sft.jsonl"
     source.write_text('{"messages": [{"role": "user", "content": "hi"}]}\n')
     result, _ = export("openrlhf-sft", "--sft", str(source), "-o", str(tmp_path / "s.jsonl"))
-    assert result.exit_code == 1 and f"{source}:1: the trajectory has no assistant" in result.output
+    assert result.exit_code == 1 and f"{source}:1: not a trajectory: field 'tools'" in result.output
     source.write_text('\n{"tools": []}\n')
     result, _ = export("openrlhf-sft", "--sft", str(source), "-o", str(tmp_path / "s.jsonl"))
-    assert result.exit_code == 1 and f"{source}:2: expected a trajectory" in result.output
-    call = {"id": "call_0", "type": "function", "function": {"name": "x__y", "arguments": "{no"}}
-    source.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}, {
-        "role": "assistant", "content": "", "tool_calls": [call]}]}) + "\n")
+    assert result.exit_code == 1 and f"{source}:2: not a trajectory" in result.output
+    source.write_bytes(b"\x1f\x8b\x08\x00\xff\xfe")
     result, _ = export("openrlhf-sft", "--sft", str(source), "-o", str(tmp_path / "s.jsonl"))
-    assert result.exit_code == 1 and f"{source}:1: tool call 'call_0' has arguments" in result.output
+    assert result.exit_code == 1 and "not UTF-8 text" in result.output
+    source.write_text("")
+    result, _ = export("openrlhf-sft", "--sft", str(source), "-o", str(tmp_path / "s.jsonl"))
+    assert result.exit_code == 1 and "holds no trajectories" in result.output
+    assert not (tmp_path / "s.jsonl").exists()
 
 
 def openrlhf_parser(relpath: str) -> argparse.ArgumentParser:

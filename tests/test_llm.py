@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from collections.abc import Iterator
@@ -185,3 +186,49 @@ def test_missing_openai_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setitem(sys.modules, "openai", None)
     with pytest.raises(ImportError, match=r"compoenv\[llm\]"):
         ChatClient(EndpointConfig(base_url="http://127.0.0.1:9/v1", model="m"))
+
+
+def test_every_endpoint_setting_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = {"BASE_URL": "http://host:8000/v1", "MODEL": "qwen", "API_KEY": "k",
+                "TIMEOUT_S": "4", "TOTAL_TIMEOUT_S": "9", "MAX_RETRIES": "1",
+                "BACKOFF_S": "0.25", "TEMPERATURE": "0.7", "MAX_TOKENS": "256",
+                "CONCURRENCY": "3"}
+    for name, value in settings.items():
+        monkeypatch.setenv(f"COMPOENV_LLM_{name}", value)
+    assert EndpointConfig.from_env() == EndpointConfig(
+        "http://host:8000/v1", "qwen", "k", timeout_s=4.0, max_retries=1, backoff_s=0.25,
+        temperature=0.7, max_tokens=256, total_timeout_s=9.0, concurrency=3)
+    from compoenv.worldmodel.config import world_model_from
+
+    model = world_model_from("endpoint:http://other:1/v1")
+    assert model.client.config.total_timeout_s == 9.0 and model.client.config.concurrency == 3
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("TIMEOUT_S", "soon", "COMPOENV_LLM_TIMEOUT_S='soon': expected seconds > 0"),
+    ("MAX_RETRIES", "-1", "max_retries must be >= 0"),
+    ("CONCURRENCY", "0", "concurrency must be >= 1"),
+])
+def test_a_bad_endpoint_setting_names_the_variable(monkeypatch: pytest.MonkeyPatch, name: str,
+                                                   value: str, message: str) -> None:
+    monkeypatch.setenv("COMPOENV_LLM_BASE_URL", "http://host:8000/v1")
+    monkeypatch.setenv(f"COMPOENV_LLM_{name}", value)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        EndpointConfig.from_env()
+
+
+def test_defaults_bound_a_call_to_30_seconds_retries_included() -> None:
+    assert EndpointConfig("http://h/v1", "m").max_wall_s() <= 30.0
+    assert EndpointConfig("http://h/v1", "m", timeout_s=60, max_retries=5).max_wall_s() == 30.0
+
+
+def test_a_hung_server_costs_at_most_the_total_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    with ChatServer("slow", slow_s=5.0) as server:
+        monkeypatch.setenv("COMPOENV_LLM_BASE_URL", server.url)
+        monkeypatch.setenv("COMPOENV_LLM_TIMEOUT_S", "0.4")
+        monkeypatch.setenv("COMPOENV_LLM_TOTAL_TIMEOUT_S", "1.0")
+        client = ChatClient.from_env()
+        start = time.monotonic()
+        with pytest.raises(LLMError) as err:
+            client.complete([{"role": "user", "content": "hi"}])
+        assert err.value.reason == "timeout" and time.monotonic() - start < 1.6

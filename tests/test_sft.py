@@ -30,7 +30,8 @@ def tasks(tasks50: list[Task]) -> list[Task]:
 @pytest.fixture(scope="module")
 def direct(tasks: list[Task]) -> list[dict[str, Any]]:
     records, counts = oracle_sft(tasks, mode="direct")
-    assert counts == {"episodes": 8, "passed": 8, "failed": 0, "failed_tasks": []}
+    assert counts == {"episodes": 8, "passed": 8, "failed": 0, "failed_tasks": [],
+                      "unverified": {}}
     return records
 
 
@@ -57,6 +58,11 @@ def test_only_passing_oracle_trajectories_are_kept(tasks):
                                      for k, v in c.arguments.items()})
         for c in tasks[1].solution]})
     records, counts = oracle_sft([tasks[0], broken, tasks[2]])
+    assert [r["meta"]["task_id"] for r in records] == [tasks[0].id, tasks[2].id]
+    # verification catches the broken task before it is played
+    assert list(counts["unverified"]) == [broken.id] and "oracle_fails" in \
+        counts["unverified"][broken.id]
+    records, counts = oracle_sft([tasks[0], broken, tasks[2]], verify=False)
     assert [r["meta"]["task_id"] for r in records] == [tasks[0].id, tasks[2].id]
     assert counts["failed"] == 1 and counts["failed_tasks"] == [broken.id]
 

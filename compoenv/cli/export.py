@@ -34,14 +34,19 @@ __all__ = ["export"]
 
 def _jsonl(path: Path) -> Iterator[tuple[int, Any]]:
     with open(path, encoding="utf-8", errors="strict") as fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                yield number, json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise click.ClickException(f"{path}:{number}: invalid JSON ({exc.msg} at column "
-                                           f"{exc.colno})") from None
+        number = 0
+        try:
+            for number, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    yield number, json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise click.ClickException(f"{path}:{number}: invalid JSON ({exc.msg} at "
+                                               f"column {exc.colno})") from None
+        except UnicodeDecodeError:
+            raise click.ClickException(f"{path}:{number + 1}: not UTF-8 text; expected a JSONL "
+                                       f"file") from None
 
 
 @click.group("export")
@@ -74,15 +79,40 @@ def openrlhf(tasks_path: Path, output: Path, tokenizer: str | None, mode: str) -
                                        "--tokenizer to export messages instead")
     registry = Registry.default()
     tasks = load_checked(tasks_path, registry)  # every task playable here, before writing
+    if not tasks:
+        raise click.ClickException(f"{tasks_path} holds no tasks; nothing to export")
+    verified, unverified = _verified(tasks, registry)
+    if not verified:
+        raise click.ClickException(f"none of the {len(tasks)} tasks of {tasks_path} verifies "
+                                   f"(first: {unverified[0]}); {output} was not written")
     env = CompoWorldEnv(mode=mode, registry=registry)
     count = 0
     with open(output, "w", encoding="utf-8") as fh:
-        for count, task in enumerate(tasks, 1):
+        for count, task in enumerate(verified, 1):
             fh.write(json.dumps(prompt_record(task, mode, tok, env)) + "\n")
+    for line in unverified[:5]:
+        click.echo(f"skipped unverified task {line}", err=True)
     keys = "--data.input_key prompt --data.label_key label" + (
         "" if tok else " --data.apply_chat_template")
-    click.echo(f"{count} prompts -> {output} (OpenRLHF: {keys}; COMPOENV_MODE={mode})",
-               err=True)
+    click.echo(f"{count} prompts -> {output} (OpenRLHF: {keys}; COMPOENV_MODE={mode}; "
+               f"{len(unverified)} unverified tasks skipped)", err=True)
+
+
+def _verified(tasks: list[Any], registry: Any) -> tuple[list[Any], list[str]]:
+    """The tasks that pass verification, and why the others do not (an RL prompt whose rubric
+    anything passes, or the oracle cannot pass, teaches the policy nothing true)."""
+    from compoenv.compose.records import Rejected
+    from compoenv.compose.verify import verify_task
+
+    kept, why = [], []
+    for task in tasks:
+        try:
+            verify_task(task, registry)
+        except Rejected as exc:
+            why.append(f"{task.id}: {exc}")
+        else:
+            kept.append(task)
+    return kept, why
 
 
 @export.command("openrlhf-sft")
@@ -95,13 +125,32 @@ def openrlhf(tasks_path: Path, output: Path, tokenizer: str | None, mode: str) -
                                       "as OpenAI tool_calls for the chat template to render.")
 def openrlhf_sft(sft_path: Path, output: Path, calls: str) -> None:
     """Multi-turn SFT JSONL for openrlhf.cli.train_sft (key: messages)."""
-    count = 0
+    from pydantic import ValidationError
+
+    from compoenv.trajectory import Trajectory
+
+    lines, failing, seen = [], 0, 0
+    for number, record in _jsonl(sft_path):
+        seen += 1
+        try:
+            if not Trajectory.model_validate(record).passed:
+                failing += 1  # SFT data is verified, passing trajectories only
+                continue
+            lines.append(json.dumps(sft_record(record, calls)))
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            where = ".".join(str(p) for p in first["loc"]) or "(root)"
+            raise click.ClickException(f"{sft_path}:{number}: not a trajectory: field "
+                                       f"{where!r}: {first['msg']}") from None
+        except ValueError as exc:
+            raise click.ClickException(f"{sft_path}:{number}: {exc}") from None
+    if not lines:
+        what = f"none of its {seen} trajectories passes" if seen else "it holds no trajectories"
+        raise click.ClickException(f"{sft_path}: {what}; nothing to export")
+    if failing:
+        click.echo(f"skipped {failing} trajectories that do not pass their rubric", err=True)
+    count = len(lines)
     with open(output, "w", encoding="utf-8") as fh:
-        for number, record in _jsonl(sft_path):
-            try:
-                fh.write(json.dumps(sft_record(record, calls)) + "\n")
-            except ValueError as exc:
-                raise click.ClickException(f"{sft_path}:{number}: {exc}") from None
-            count += 1
+        fh.write("\n".join(lines) + "\n")
     click.echo(f"{count} trajectories -> {output} (OpenRLHF: --data.multiturn "
                "--data.apply_chat_template --data.input_key messages)", err=True)

@@ -71,15 +71,24 @@ def sft(output: Any, tasks_path: str | None, num: int | None, mode: str, thought
     started_ray = _start_ray(ray_address, workers)
     try:
         if tasks_path or num:
-            tasks = (load_checked(tasks_path, Registry.default()) if tasks_path else
-                     _compose(num or 0, seed, workers, ray_address, config))
+            if tasks_path:
+                tasks = load_checked(tasks_path, Registry.default())
+                if not tasks:
+                    raise click.ClickException(f"{tasks_path} holds no tasks; nothing to write")
+            else:
+                tasks = _compose(num or 0, seed, workers, ray_address, config)
             env_kwargs = {"world_model": world_model} if world_model else {}
+            # composed tasks were verified as they were made; a file's are verified here
             kept, counts = oracle_sft(tasks, mode=mode, style=thoughts, workers=workers or 1,
-                                      ray_address=ray_address, env_kwargs=env_kwargs)
+                                      ray_address=ray_address, env_kwargs=env_kwargs,
+                                      verify=bool(tasks_path))
             records += kept
             summary["oracle"] = {"tasks": len(tasks), **counts}
         if trajectory_paths:
             kept, counts = filter_trajectories(trajectory_paths, min_rubric_score)
+            if not counts["read"]:
+                raise click.ClickException(f"{', '.join(trajectory_paths)}: no trajectories "
+                                           f"to read; nothing to write")
             records += kept
             summary["trajectories"] = {"files": list(trajectory_paths), **counts}
     finally:
@@ -87,6 +96,11 @@ def sft(output: Any, tasks_path: str | None, num: int | None, mode: str, thought
             import ray
 
             ray.shutdown()
+    if not records:
+        why = summary.get("oracle", {}).get("unverified") or {}
+        first = f" (first: {next(iter(why.values()))})" if why else ""
+        raise click.ClickException(f"no verified, passing trajectory to write; {output} was "
+                                   f"not written{first}")
     summary["written"] = save_trajectories(records, output)
     summary["seconds"] = round(time.perf_counter() - start, 3)
     if as_json:
@@ -131,8 +145,9 @@ def _table(summary: dict[str, Any]) -> Table:
     table.add_column("counts")
     if "oracle" in summary:
         o = summary["oracle"]
-        table.add_row("oracle", f"{o['tasks']} tasks · {o['passed']} passed · {o['failed']} "
-                                f"failed (not written) · thoughts: {summary['thoughts']}")
+        table.add_row("oracle", f"{o['tasks']} tasks · {len(o['unverified'])} unverified "
+                                f"(skipped) · {o['passed']} passed · {o['failed']} failed (not "
+                                f"written) · thoughts: {summary['thoughts']}")
     if "trajectories" in summary:
         t = summary["trajectories"]
         table.add_row("trajectories", f"{t['read']} read · {t['passed']} passed · "

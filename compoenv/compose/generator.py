@@ -212,13 +212,22 @@ class Composer:
             answer=answers, rubric=build_rubric(walk, session, answers),
             capabilities=capabilities, domain=domains.most_common(1)[0][0], hops=len(walk.steps),
             fingerprint=self.registry.fingerprint(services),
-            recorded={"answers": simulator.recording} if simulator and simulator.recording else {},
+            recorded=self._recorded(simulator),
         )
         if verify:
             task = task.with_id()
             verify_walk(walk, task)
             verify_task(task, self.registry)
         return task, walk
+
+    def _recorded(self, simulator: Any) -> dict[str, Any]:
+        """What a player needs to see what verification saw: who answered simulated calls,
+        and the answers of any model but the deterministic offline one."""
+        recorded: dict[str, Any] = {"world_model": simulator.model.name if simulator
+                                    else "offline"}
+        if simulator is not None and simulator.recording:
+            recorded["answers"] = simulator.recording
+        return recorded
 
     def _simulator(self) -> Any:
         """A fresh simulator per walk when a world model other than the default is set."""

@@ -37,7 +37,8 @@ def replay_simulator(task: Task) -> Any:
 
 
 def _session(task: Task, registry: Registry | None) -> Session:
-    return Session.for_names(task.services + task.distractors, World.get(task.seed), registry,
+    world = World.get(task.seed, task.today())
+    return Session.for_names(task.services + task.distractors, world, registry,
                              replay_simulator(task))
 
 

@@ -3,6 +3,9 @@
     world_model_from(None)                       # $COMPOENV_WORLD_MODEL, else offline
     world_model_from("offline")
     world_model_from("endpoint")                 # EndpointConfig.from_env(): COMPOENV_LLM_*
+                                                 # (BASE_URL, MODEL, API_KEY, TIMEOUT_S,
+                                                 # TOTAL_TIMEOUT_S, MAX_RETRIES, BACKOFF_S,
+                                                 # TEMPERATURE, MAX_TOKENS, CONCURRENCY)
     world_model_from("endpoint:http://localhost:8000/v1")   # model: $COMPOENV_LLM_MODEL
     world_model_from("transformers:/models/qwen3-0.6b")
     simulator_from("endpoint", on_error="error")  # policy default: $COMPOENV_WORLD_MODEL_ON_ERROR
@@ -14,6 +17,7 @@ Simulator per episode stays cheap.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import threading
 from typing import Any
@@ -24,11 +28,13 @@ from compoenv.worldmodel.offline import OfflineWorldModel
 from compoenv.worldmodel.simulator import Simulator
 
 __all__ = [
+    "PinnedWorldModel",
     "ENV_MODEL",
     "ENV_ON_ERROR",
     "ON_ERROR",
     "clear_cache",
     "on_error_from",
+    "simulator_for_task",
     "simulator_from",
     "world_model_from",
 ]
@@ -43,16 +49,14 @@ _LOCK = threading.Lock()
 
 
 def _endpoint_config(base_url: str | None) -> EndpointConfig:
-    if not base_url:
-        config = EndpointConfig.from_env()
-        if config is None:
-            raise ValueError("world model 'endpoint' needs COMPOENV_LLM_BASE_URL (the API root, "
-                             "e.g. http://localhost:8000/v1) and COMPOENV_LLM_MODEL; or use "
-                             "'endpoint:<base_url>'")
-        return config
-    return EndpointConfig(base_url=base_url,
-                          model=os.environ.get("COMPOENV_LLM_MODEL", "").strip() or "default",
-                          api_key=os.environ.get("COMPOENV_LLM_API_KEY") or "EMPTY")
+    """The endpoint from COMPOENV_LLM_* (timeouts, retries, tokens, concurrency included),
+    at ``base_url`` when one is given."""
+    config = EndpointConfig.from_env(base_url=base_url or None)
+    if config is None:
+        raise ValueError("world model 'endpoint' needs COMPOENV_LLM_BASE_URL (the API root, "
+                         "e.g. http://localhost:8000/v1) and COMPOENV_LLM_MODEL; or use "
+                         "'endpoint:<base_url>'")
+    return config
 
 
 def _cached(key: Any, build: Any) -> WorldModel:
@@ -122,6 +126,53 @@ def simulator_from(spec: str | WorldModel | EndpointConfig | None = None,
     offline = isinstance(model, OfflineWorldModel)
     fallback = OfflineWorldModel() if policy == "fallback" and not offline else None
     return Simulator(model, recorded=recorded, fallback=fallback, on_error=policy)
+
+
+class PinnedWorldModel:
+    """A world model that answers some calls with another one: a task's solution calls go to
+    the model the task was verified with, so the oracle still scores 1.0 when the player
+    configures a different one; every other call goes to ``model``.
+
+    Args:
+        model: Who answers calls off the solution's path.
+        pinned: Who answered while the task was verified (offline, for a task composed offline).
+        calls: The pinned requests as (qualified tool name, canonical arguments JSON).
+    """
+
+    def __init__(self, model: WorldModel, pinned: WorldModel,
+                 calls: frozenset[tuple[str, str]]) -> None:
+        self.model, self.pinned, self.calls = model, pinned, calls
+        self.name = model.name
+
+    @staticmethod
+    def canonical(arguments: Any) -> str:
+        return json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
+
+    def answer(self, request: Any) -> Any:
+        if (request.spec.qualified_name, self.canonical(request.arguments)) in self.calls:
+            answer = self.pinned.answer(request)
+            return dataclasses.replace(answer, source=f"{answer.source} (pinned: the task was "
+                                                      f"verified with it)")
+        return self.model.answer(request)
+
+
+def simulator_for_task(task: Any, configured: Any = None) -> Simulator | None:
+    """The Simulator an episode of ``task`` plays with: the task's recorded answers first;
+    the solution's own calls answered by the world model the task was verified with
+    (``task.recorded["world_model"]``, offline when absent); the rest by ``configured``.
+    None when that is all the offline default (the session's own fallback)."""
+    answers = task.recorded.get("answers") or {}
+    verified_with = task.recorded.get("world_model") or "offline"
+    if not answers and configured in (None, "", "offline"):
+        return None
+    if configured in (None, "", "offline"):
+        return simulator_from("offline", recorded=answers)
+    model = world_model_from(configured)
+    if verified_with == "offline" and not isinstance(model, OfflineWorldModel):
+        calls = frozenset((c.name, PinnedWorldModel.canonical(c.arguments))
+                          for c in task.solution)
+        model = PinnedWorldModel(model, OfflineWorldModel(), calls)
+    return simulator_from(model, recorded=answers)
 
 
 def clear_cache() -> None:
