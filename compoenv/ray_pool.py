@@ -1,4 +1,4 @@
-"""RayActors: one Ray actor per worker, all built alike, taking chunks of work round-robin."""
+"""RayActors: one Ray actor per worker, all alike, taking chunks of work; a dead one is replaced."""
 
 from __future__ import annotations
 
@@ -35,15 +35,25 @@ class RayActors:
             else:
                 ray.init(address=address, log_to_driver=False)
         count = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-        actor: Any = ray.remote(num_cpus=1)(actor_cls)
-        self.actors: list[Any] = [actor.remote(*args) for _ in range(count)]
+        self._remote: Any = ray.remote(num_cpus=1)(actor_cls)
+        self._args = args
+        self.actors: list[Any] = [self._remote.remote(*args) for _ in range(count)]
         self.next = 0
 
-    def submit(self, *work: Any) -> Any:
-        """Hand one chunk to the next actor; returns the handle to pass to ``result``."""
-        actor = self.actors[self.next % len(self.actors)]
-        self.next += 1
-        return actor.chunk.remote(*work)
+    def submit(self, *work: Any, actor: int | None = None) -> Any:
+        """Hand one chunk to actor number ``actor`` (default: the next one, round-robin);
+        returns the handle to pass to ``result``. One actor runs its chunks in order."""
+        if actor is None:
+            actor = self.next % len(self.actors)
+            self.next += 1
+        return self.actors[actor].chunk.remote(*work)
+
+    def replace(self, actor: int) -> None:
+        """Start a fresh actor in the place of actor number ``actor``, killing the old one if it
+        still runs: after its process died (its handles raise ``ray.exceptions.RayActorError``)
+        the pool works on at full width."""
+        self.ray.kill(self.actors[actor])
+        self.actors[actor] = self._remote.remote(*self._args)
 
     def result(self, handle: Any) -> Any:
         return self.ray.get(handle)

@@ -1,25 +1,30 @@
-"""Episode runner: plays agents in envs, serially or fanned out over processes or a Ray cluster."""
+"""Episode runner: plays agents in envs, here or over processes or Ray, surviving lost workers."""
 
 from __future__ import annotations
 
 import inspect
-import multiprocessing
+import logging
 import os
 import traceback
-from collections import deque
-from concurrent.futures import ProcessPoolExecutor
+from collections import Counter, deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from compoenv.agents import Agent, OracleAgent
 from compoenv.env import CompoWorldEnv
-from compoenv.ray_pool import RayActors
+from compoenv.rollout_results import (WORKER_LOST, RolloutError, RolloutStats, Rollouts,
+                                      RolloutStream, failure_record)
+from compoenv.rollout_workers import (Backend, Episode, InProcess, Lost, Processes, Raised,
+                                      RayWorkers, describe, play_all)
 from compoenv.task import Task
 
-__all__ = ["run_episode", "run_episodes", "run_rollouts", "AgentFactory", "RolloutError"]
+__all__ = ["run_episode", "run_episodes", "run_rollouts", "AgentFactory", "RolloutError",
+           "Rollouts", "RolloutStats"]
+
+log = logging.getLogger(__name__)
 
 AgentMaker = Callable[[int], Agent]
-Episode = tuple[int, Task, int]  # (episode index, task, rollout index within its task)
 
 
 def run_episode(env: CompoWorldEnv, agent: Agent, *, seed: int | None = None,
@@ -91,173 +96,148 @@ class AgentFactory:
         return self.cls(**kwargs)
 
 
-class RolloutError(RuntimeError):
-    """An episode raised (an agent or env bug, not a bad action): names the episode and task
-    and carries the worker's traceback as text."""
+@dataclass(frozen=True)
+class _Player:
+    """Plays one episode in a worker's env: its record, or what it raised. Picklable."""
 
+    agent: AgentMaker
+    source: str
 
-def _run_chunk(env: CompoWorldEnv, agent: AgentMaker, episodes: Sequence[Episode],
-               source: str) -> list[dict[str, Any]]:
-    records = []
-    for index, task, rollout_idx in episodes:
+    def __call__(self, env: CompoWorldEnv, episode: Episode) -> dict[str, Any] | Raised:
+        index, task, rollout_idx = episode
         try:
-            records.append(run_episode(env, agent(index), options={"task": task},
-                                       rollout_idx=rollout_idx, source=source))
-        except Exception as exc:  # noqa: BLE001 - re-raised with where it happened
-            text = "".join(traceback.format_exception(exc))
-            raise RolloutError(f"episode {index} (task {task.id or '<no id>'}, rollout "
-                               f"{rollout_idx}) failed: {type(exc).__name__}: {exc}\n"
-                               f"worker traceback:\n{text}") from None
-    return records
-
-
-# -- backends: each runs chunks of episodes; handles are resolved in submission order ------------
-
-class _Backend(Protocol):
-    def submit(self, episodes: list[Episode]) -> Any: ...
-    def result(self, handle: Any) -> list[dict[str, Any]]: ...
-    def close(self) -> None: ...
-
-
-class _InProcess:
-    def __init__(self, env_kwargs: Mapping[str, Any], agent: AgentMaker, source: str) -> None:
-        self.env = CompoWorldEnv(**env_kwargs)
-        self.agent, self.source = agent, source
-
-    def submit(self, episodes: list[Episode]) -> list[Episode]:
-        return episodes
-
-    def result(self, handle: list[Episode]) -> list[dict[str, Any]]:
-        return _run_chunk(self.env, self.agent, handle, self.source)
-
-    def close(self) -> None:
-        self.env.close()
-
-
-_WORKER: tuple[CompoWorldEnv, AgentMaker, str] | None = None
-
-
-def _init_worker(env_kwargs: Mapping[str, Any], agent: AgentMaker, source: str) -> None:
-    global _WORKER
-    _WORKER = (CompoWorldEnv(**env_kwargs), agent, source)
-
-
-def _worker_chunk(episodes: list[Episode]) -> list[dict[str, Any]]:
-    assert _WORKER is not None, "worker process was not initialised"
-    return _run_chunk(_WORKER[0], _WORKER[1], episodes, _WORKER[2])
-
-
-class _Processes:
-    """A spawned process pool; each process builds its env once, in the initializer."""
-
-    def __init__(self, env_kwargs: Mapping[str, Any], agent: AgentMaker, source: str,
-                 workers: int) -> None:
-        self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                        initializer=_init_worker,
-                                        initargs=(dict(env_kwargs), agent, source))
-
-    def submit(self, episodes: list[Episode]) -> Any:
-        return self.pool.submit(_worker_chunk, episodes)
-
-    def result(self, handle: Any) -> list[dict[str, Any]]:
-        return handle.result()
-
-    def close(self) -> None:
-        self.pool.shutdown(wait=False, cancel_futures=True)
-
-
-class _EpisodeActor:
-    def __init__(self, env_kwargs: Mapping[str, Any], agent: AgentMaker, source: str) -> None:
-        self.env = CompoWorldEnv(**env_kwargs)
-        self.agent, self.source = agent, source
-
-    def chunk(self, episodes: list[Episode]) -> list[dict[str, Any]]:
-        return _run_chunk(self.env, self.agent, episodes, self.source)
-
-
-class _RayActors(RayActors):
-    """One Ray actor per worker, each holding an env; an agent's crash becomes a RolloutError."""
-
-    def result(self, handle: Any) -> list[dict[str, Any]]:
-        try:
-            return self.ray.get(handle)
-        except self.ray.exceptions.RayTaskError as exc:
-            cause = exc.as_instanceof_cause()
-            raise RolloutError(str(cause.args[0]) if isinstance(cause, RolloutError)
-                               and cause.args else str(exc)) from None
-
-
-def _chunks(episodes: list[Episode], size: int) -> Iterator[list[Episode]]:
-    for start in range(0, len(episodes), size):
-        yield episodes[start:start + size]
+            return run_episode(env, self.agent(index), options={"task": task},
+                               rollout_idx=rollout_idx, source=self.source)
+        except Exception as exc:  # noqa: BLE001 - the episode's outcome: recorded, or raised
+            return Raised(type(exc).__name__, str(exc), "".join(traceback.format_exception(exc)))
 
 
 def run_rollouts(tasks: Sequence[Task | dict[str, Any]], agent: AgentMaker | None = None, *,
                  rollouts_per_task: int = 1, env_kwargs: Mapping[str, Any] | None = None,
                  workers: int | None = 1, ray_address: str | None = None, chunk: int = 16,
-                 source: str = "compoenv",
-                 progress: Callable[[int], None] | None = None) -> list[dict[str, Any]]:
+                 source: str = "compoenv", progress: Callable[[int], None] | None = None,
+                 retries: int = 2, strict: bool = False,
+                 output: str | Path | None = None) -> Rollouts:
     """Episodes for many tasks, in task order, the same records whatever runs them.
 
     Episode ``i`` plays task ``i // rollouts_per_task`` (its ``rollout_idx`` is
     ``i % rollouts_per_task``) with the agent ``agent(i)``; each worker keeps one env and
-    resets it with the task, so records do not depend on how episodes are spread.
+    resets it with the task, so records do not depend on how episodes are spread, retried or
+    resumed.
+
+    A bad rollout is data, not a crash. A worker that dies (its process is killed, its Ray
+    actor dies) is replaced by a fresh one; the episode it was playing is played again, up to
+    ``retries`` times, and the episodes queued behind it are sent again (not counted as
+    retries). An episode that raises is not retried (its agent is seeded by its index, so it
+    would raise again). Either way, an episode that cannot be played becomes a failed-episode
+    record in its place (see ``rollout_results.failure_record``: ``meta`` with ``task_id``,
+    ``rollout_idx``, score 0 and ``finish_reason: "error"``, and ``error`` with ``type`` (the
+    exception's, or ``"WorkerLost"``), ``message``, ``attempts`` and ``traceback``), and a
+    warning is logged; with ``strict=True`` it raises RolloutError instead. Finished episodes
+    are never lost: they are kept, and streamed to ``output`` when it is given.
+
+    With ``output``, each finished trajectory is appended to that JSONL file as one line as
+    soon as it comes back, and flushed. A run on a file that already holds records resumes: an
+    episode whose task id and rollout index are in the file is loaded back, not played, so an
+    interrupted or crashed run goes on where it stopped (a line cut off by the crash is
+    dropped). Failure records are not written, so a re-run tries those episodes again. Keep
+    the tasks, agent and settings of the first run.
 
     Args:
-        tasks: The tasks to play.
+        tasks: The tasks to play (with distinct ids when ``output`` is given).
         agent: Called with the episode index to make that episode's agent (default: the
             oracle). Must be picklable (e.g. an AgentFactory) when workers run elsewhere.
         rollouts_per_task: Episodes per task (a rollout group).
         env_kwargs: Keyword arguments of every worker's CompoWorldEnv (``mode``,
             ``max_steps``, ``world_model``...); must be picklable.
-        workers: Processes (or Ray actors); 1 runs here without a pool; None means one per CPU
-            (of this machine, or of the Ray cluster).
+        workers: Processes (or Ray actors); 1 runs here without a pool (and so without
+            retries); None means one per CPU (of this machine, or of the Ray cluster).
         ray_address: Run on Ray actors instead: a cluster address, or ``"local"`` to start a
             local Ray with ``workers`` CPUs. An already initialised Ray is reused.
-        chunk: Most episodes per unit of work.
+        chunk: Most episodes handed to a worker process at a time (a Ray actor gets one at
+            a time, so that the episode a dead actor was playing is known).
         source: The records' ``source`` field.
-        progress: Called with the number of finished episodes after each chunk.
+        progress: Called with the number of finished episodes (resumed and failed ones
+            included) as episodes come back.
+        retries: Times an episode is played again after its worker died playing it.
+        strict: Raise RolloutError for an episode that cannot be played instead of recording
+            it (what finished before is still in ``output``).
+        output: A JSONL file to stream trajectories to and resume from.
 
     Returns:
-        One trajectory record per episode, in episode order.
+        One record per episode, in episode order: a list (Rollouts) whose ``stats``
+        (RolloutStats) count resumed, finished, failed and retried episodes and lost workers,
+        and whose ``failures`` are the failed-episode records.
 
     Raises:
-        RolloutError: an episode raised; the message names it and its task.
-        ValueError: bad counts.
+        RolloutError: ``strict`` and an episode raised (the message names it, its task and
+            the error, with the worker's traceback) or lost its worker ``retries + 1``
+            times; or a worker could not build its env.
+        TrajectoryFileError: ``output`` holds a line that is not a trajectory record.
+        ValueError: bad counts, or repeated task ids with ``output``.
     """
-    if rollouts_per_task < 1 or chunk < 1 or (workers is not None and workers < 1):
-        raise ValueError(f"need rollouts_per_task >= 1, chunk >= 1 and workers >= 1 (or None), "
-                         f"got rollouts_per_task={rollouts_per_task}, chunk={chunk}, "
-                         f"workers={workers}")
+    if (rollouts_per_task < 1 or chunk < 1 or (workers is not None and workers < 1)
+            or retries < 0):
+        raise ValueError(f"need rollouts_per_task >= 1, chunk >= 1, workers >= 1 (or None) and "
+                         f"retries >= 0, got rollouts_per_task={rollouts_per_task}, "
+                         f"chunk={chunk}, workers={workers}, retries={retries}")
     kwargs = dict(env_kwargs or {})
     if "tasks" in kwargs:
         raise ValueError("env_kwargs must not hold 'tasks': pass them as the tasks argument")
     maker: AgentMaker = agent if agent is not None else AgentFactory()
     episodes = [(t * rollouts_per_task + r, Task.coerce(task), r)
                 for t, task in enumerate(tasks) for r in range(rollouts_per_task)]
-    if not episodes:
-        return []
-    if ray_address is not None:
-        backend: _Backend = _RayActors(_EpisodeActor, (kwargs, maker, source), workers,
-                                       ray_address)
-        width = len(backend.actors)  # type: ignore[attr-defined]
-    elif workers is None or workers > 1:
-        width = min(workers or os.cpu_count() or 1, len(episodes))
-        backend = _Processes(kwargs, maker, source, width)
-    else:
-        width = 1
-        backend = _InProcess(kwargs, maker, source)
-    size = max(1, min(chunk, -(-len(episodes) // (2 * width))))  # a few chunks per worker
-    records: list[dict[str, Any]] = []
-    parts = list(_chunks(episodes, size))
-    try:
-        pending: deque[Any] = deque(backend.submit(p) for p in parts[:2 * width])
-        for part in parts[2 * width:] + [None] * len(pending):  # keep 2 chunks per worker busy
-            records.extend(backend.result(pending.popleft()))
-            if progress is not None:
-                progress(len(records))
-            if part is not None:
-                pending.append(backend.submit(part))
-    finally:
-        backend.close()
-    return records
+    stream = RolloutStream(output) if output is not None else None
+    records: dict[int, dict[str, Any]] = {}
+    if stream is not None:
+        keys = [(task.id, r) for _, task, r in episodes]
+        repeated = sorted(k for k, n in Counter(keys).items() if n > 1)
+        if repeated:
+            raise ValueError(f"output= resumes by task id and rollout index, so tasks need "
+                             f"distinct ids; repeated: {repeated[:3]} (Task.with_id() gives one)")
+        saved = stream.load()
+        records = {e[0]: saved[key] for e, key in zip(episodes, keys) if key in saved}
+    resumed, failed = len(records), 0
+
+    def finish(episode: Episode, outcome: dict[str, Any] | Raised | Lost, attempts: int) -> None:
+        nonlocal failed
+        if isinstance(outcome, dict):
+            records[episode[0]] = outcome
+            if stream is not None:
+                stream.append(outcome)
+        else:
+            if isinstance(outcome, Raised):
+                kind, trace, how = outcome.type, outcome.traceback, f"{outcome.type}: "
+            else:
+                kind, trace, how = WORKER_LOST, "", f"its worker died on all {attempts} tries: "
+            what = f"{describe(episode)} failed: {how}{outcome.message}"
+            if strict:
+                raise RolloutError(what + (f"\nworker traceback:\n{trace}" if trace else ""))
+            log.warning("%s (recorded as a failed episode)", what)
+            failed += 1
+            records[episode[0]] = failure_record(episode[1], episode[2], source, kind,
+                                                 outcome.message, attempts, trace)
+        if progress is not None:
+            progress(len(records))
+
+    todo = deque(e for e in episodes if e[0] not in records)
+    retried = lost = 0
+    if todo:
+        play = _Player(maker, source)
+        if ray_address is not None:
+            backend: Backend = RayWorkers(kwargs, play, workers, ray_address)
+        elif workers is None or workers > 1:
+            backend = Processes(kwargs, play, min(workers or os.cpu_count() or 1, len(todo)))
+        else:
+            backend = InProcess(kwargs, play)
+        size = max(1, min(chunk, -(-len(todo) // (2 * backend.width))))  # a few per worker
+        try:
+            retried, lost = play_all(backend, todo, size, retries, finish)
+        finally:
+            backend.close()
+            if stream is not None:
+                stream.close()
+    stats = RolloutStats(episodes=len(episodes), resumed=resumed,
+                         finished=len(records) - resumed - failed, failed=failed,
+                         retried=retried, workers_lost=lost)
+    return Rollouts((records[e[0]] for e in episodes), stats)

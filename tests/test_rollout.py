@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from compoenv.agents import OracleAgent, RandomAgent
-from compoenv.rollout import AgentFactory, RolloutError, run_rollouts
+from compoenv.rollout import AgentFactory, RolloutError, RolloutStats, run_rollouts
 from compoenv.task import Task
 
 RANDOM = AgentFactory(RandomAgent, {"stop_prob": 0.2}, seed=7)
@@ -73,16 +73,40 @@ def test_agent_factory_seeds_each_episode_from_its_index():
         AgentFactory(OracleAgent, seed=1)(0)
 
 
-def test_an_agent_that_raises_is_reported_with_its_episode_and_task(tasks):
+def test_an_agent_that_raises_is_reported_with_its_episode_and_task_when_strict(tasks):
     with pytest.raises(RolloutError, match=rf"episode 0 \(task {tasks[0].id}, rollout 0\) "
                                            r"failed: KeyError: 'no plan for this turn'"):
-        run_rollouts(tasks[:2], AgentFactory(CrashingAgent))
+        run_rollouts(tasks[:2], AgentFactory(CrashingAgent), strict=True)
+
+
+def test_an_agent_that_raises_becomes_a_failed_episode_record_in_its_place(tasks, serial):
+    class SecondCrashes:  # the second episode's agent raises, the others play as in `serial`
+        def __call__(self, episode: int) -> Any:
+            return CrashingAgent() if episode == 1 else RANDOM(episode)
+
+    records = run_rollouts(tasks[:2], SecondCrashes(), rollouts_per_task=2,
+                           env_kwargs={"mode": "gateway"})
+    assert records[:1] + records[2:] == serial[:1] + serial[2:4]
+    failed = records[1]
+    assert records.failures == [failed] and records.trajectories == serial[:1] + serial[2:4]
+    assert failed["meta"] == {
+        "task_id": tasks[0].id, "rollout_idx": 1, "rubric_score": 0.0, "score": 0.0,
+        "net_score": 0.0, "n_tool_calls": 0, "n_steps": 0, "services": tasks[0].services,
+        "domain": tasks[0].domain, "capabilities": tasks[0].capabilities,
+        "finish_reason": "error", "rubric": []}
+    error = failed["error"]
+    assert (error["type"], error["message"], error["attempts"]) == (
+        "KeyError", "'no plan for this turn'", 1)  # an agent bug is not retried
+    assert error["traceback"].endswith("KeyError: 'no plan for this turn'\n")
+    assert (failed["tools"], failed["messages"], failed["source"]) == ([], [], "compoenv")
+    assert records.stats == RolloutStats(episodes=4, finished=3, failed=1)
 
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"rollouts_per_task": 0}, "rollouts_per_task >= 1"),
     ({"workers": 0}, "workers >= 1"),
     ({"chunk": 0}, "chunk >= 1"),
+    ({"retries": -1}, "retries >= 0"),
     ({"env_kwargs": {"tasks": []}}, "env_kwargs must not hold 'tasks'"),
 ])
 def test_bad_arguments_are_rejected_with_the_reason(tasks, kwargs, message):
@@ -91,4 +115,5 @@ def test_bad_arguments_are_rejected_with_the_reason(tasks, kwargs, message):
 
 
 def test_no_tasks_no_records():
-    assert run_rollouts([], workers=4) == []
+    records = run_rollouts([], workers=4)
+    assert records == [] and records.stats == RolloutStats()

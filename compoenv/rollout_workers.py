@@ -1,0 +1,277 @@
+"""Where rollouts run: here, in spawned processes or on Ray actors; a dead worker is replaced."""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import signal
+import traceback
+from collections import Counter, deque
+from dataclasses import dataclass
+from multiprocessing import connection
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import Any, Callable, Mapping, Protocol
+
+from compoenv.env import CompoWorldEnv
+from compoenv.ray_pool import RayActors
+from compoenv.rollout_results import RolloutError
+from compoenv.task import Task
+
+__all__ = ["Episode", "Play", "Raised", "Lost", "Outcome", "Backend", "InProcess", "Processes",
+           "RayWorkers", "describe", "play_all"]
+
+log = logging.getLogger("compoenv.rollout")
+
+Episode = tuple[int, Task, int]  # (episode index, task, rollout index within its task)
+
+
+@dataclass(frozen=True)
+class Raised:
+    """The episode raised: the exception's type name, text and traceback."""
+
+    type: str
+    message: str
+    traceback: str
+
+
+@dataclass(frozen=True)
+class Lost:
+    """The worker died (its process, or its Ray actor); what it was playing did not finish."""
+
+    message: str
+
+
+@dataclass(frozen=True)
+class _Broken:
+    """The worker could not build its env: a setup error, no episode can run."""
+
+    traceback: str
+
+
+Outcome = dict[str, Any] | Raised | Lost | _Broken
+Event = tuple[int, int, Outcome]  # (worker slot, episode index or -1, what happened)
+Play = Callable[[CompoWorldEnv, Episode], dict[str, Any] | Raised]  # picklable: it travels
+
+
+def describe(episode: Episode) -> str:
+    index, task, rollout_idx = episode
+    return f"episode {index} (task {task.id or '<no id>'}, rollout {rollout_idx})"
+
+
+def _build(env_kwargs: Mapping[str, Any]) -> CompoWorldEnv | _Broken:
+    try:
+        return CompoWorldEnv(**env_kwargs)
+    except Exception as exc:  # noqa: BLE001 - sent to the driver, which raises it
+        return _Broken("".join(traceback.format_exception(exc)))
+
+
+# -- backends: ``width`` worker slots, each playing the episodes sent to it in order -------------
+
+class Backend(Protocol):
+    width: int
+    one_at_a_time: bool  # a slot gets one episode at a time, not a chunk
+
+    def send(self, slot: int, episodes: list[Episode]) -> None: ...
+    def wait(self) -> list[Event]: ...
+    def replace(self, slot: int) -> None: ...
+    def close(self) -> None: ...
+
+
+class InProcess:
+    """Plays here, one episode per ``wait``; a crash here is this process's, nothing to retry."""
+
+    width, one_at_a_time = 1, False
+
+    def __init__(self, env_kwargs: Mapping[str, Any], play: Play) -> None:
+        self.env, self.play = CompoWorldEnv(**env_kwargs), play
+        self.queue: deque[Episode] = deque()
+
+    def send(self, slot: int, episodes: list[Episode]) -> None:
+        self.queue.extend(episodes)
+
+    def wait(self) -> list[Event]:
+        episode = self.queue.popleft()
+        return [(0, episode[0], self.play(self.env, episode))]
+
+    def replace(self, slot: int) -> None:
+        raise AssertionError("an in-process run has no worker to lose")
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def _serve(conn: Connection, env_kwargs: Mapping[str, Any], play: Play) -> None:
+    """A worker process: builds its env, then plays each chunk it receives, sending back
+    ``(episode index, outcome)`` per episode; stops at ``None`` or when the driver is gone."""
+    env = _build(env_kwargs)
+    if isinstance(env, _Broken):
+        conn.send((-1, env))
+        return
+    try:
+        while (episodes := conn.recv()) is not None:
+            for episode in episodes:
+                conn.send((episode[0], play(env, episode)))
+    except (EOFError, OSError):
+        pass
+    finally:
+        env.close()
+
+
+class Processes:
+    """Spawned worker processes, one pipe each, so a death is one worker's and says which."""
+
+    # A worker sends each record before it starts the next episode, so when it dies every
+    # record it finished is readable in its pipe and the first one missing is the one it was
+    # playing. It gets its next chunk once the last record came back, so pipes never clog.
+    one_at_a_time = False
+
+    def __init__(self, env_kwargs: Mapping[str, Any], play: Play, workers: int) -> None:
+        self.context = multiprocessing.get_context("spawn")
+        self.args = (dict(env_kwargs), play)
+        self.width = workers
+        self.workers = [self._start() for _ in range(workers)]
+        self.busy = [0] * workers  # episodes sent and not yet answered
+
+    def _start(self) -> tuple[BaseProcess, Connection]:
+        here, there = self.context.Pipe()
+        process = self.context.Process(target=_serve, args=(there, *self.args),
+                                       name="compoenv-rollout")
+        process.start()
+        there.close()
+        return process, here
+
+    def send(self, slot: int, episodes: list[Episode]) -> None:
+        self.busy[slot] += len(episodes)
+        try:
+            self.workers[slot][1].send(episodes)
+        except OSError:
+            pass  # it died: wait() sees its sentinel
+
+    def wait(self) -> list[Event]:
+        slots = {}
+        for slot, (process, conn) in enumerate(self.workers):
+            slots[conn] = slots[process.sentinel] = slot
+        events: list[Event] = []
+        for slot in sorted({slots[h] for h in connection.wait(list(slots))}):
+            process, conn = self.workers[slot]
+            try:
+                while conn.poll():  # every record sent before a death is read first
+                    index, outcome = conn.recv()
+                    self.busy[slot] -= 1
+                    events.append((slot, index, outcome))
+            except (EOFError, OSError):
+                pass
+            else:
+                if process.is_alive():
+                    continue
+            process.join()
+            code = process.exitcode or 0
+            how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+            events.append((slot, -1, Lost(f"worker process {process.pid} died ({how})")))
+        return events
+
+    def replace(self, slot: int) -> None:
+        self.workers[slot][1].close()
+        self.workers[slot] = self._start()
+        self.busy[slot] = 0
+
+    def close(self) -> None:
+        for _, conn in self.workers:
+            conn.close()  # an idle worker reads EOF and stops
+        for (process, _), busy in zip(self.workers, self.busy):
+            if busy:  # stopped early (a strict error): do not wait for its episode
+                process.terminate()
+            process.join(timeout=10)
+            if process.is_alive():
+                process.kill()
+                process.join()
+
+
+class _EpisodeActor:
+    def __init__(self, env_kwargs: Mapping[str, Any], play: Play) -> None:
+        self.env, self.play = _build(env_kwargs), play
+
+    def chunk(self, episode: Episode) -> Outcome:
+        if isinstance(self.env, _Broken):
+            return self.env
+        return self.play(self.env, episode)
+
+
+class RayWorkers(RayActors):
+    """One Ray actor per slot, each holding an env, given one episode at a time: when an actor
+    dies Ray may lose the reply of a call that had finished, so each call waits for the one
+    before it to come back, and a dead actor's episode is always the one it was playing."""
+
+    one_at_a_time = True
+
+    def __init__(self, env_kwargs: Mapping[str, Any], play: Play, workers: int | None,
+                 address: str) -> None:
+        super().__init__(_EpisodeActor, (dict(env_kwargs), play), workers, address)
+        self.width = len(self.actors)
+        self.calls: dict[Any, tuple[int, int]] = {}  # handle -> (slot, episode index)
+
+    def send(self, slot: int, episodes: list[Episode]) -> None:
+        for episode in episodes:
+            self.calls[self.submit(episode, actor=slot)] = (slot, episode[0])
+
+    def wait(self) -> list[Event]:
+        (ready,), _ = self.ray.wait(list(self.calls), num_returns=1)
+        slot, index = self.calls.pop(ready)
+        try:
+            return [(slot, index, self.ray.get(ready))]
+        except self.ray.exceptions.RayActorError as exc:
+            why = (str(exc).strip().splitlines() or [""])[0]
+            return [(slot, -1, Lost(f"Ray actor died ({type(exc).__name__}: {why})"))]
+        except self.ray.exceptions.RayTaskError as exc:  # e.g. a record that cannot pickle
+            return [(slot, index, Raised(type(exc).__name__, str(exc), ""))]
+
+    def replace(self, slot: int) -> None:
+        self.calls = {ref: call for ref, call in self.calls.items() if call[0] != slot}
+        super().replace(slot)
+
+
+def play_all(backend: Backend, todo: deque[Episode], size: int, retries: int,
+             finish: Callable[[Episode, dict[str, Any] | Raised | Lost, int], None]
+             ) -> tuple[int, int]:
+    """Plays ``todo``, a chunk of ``size`` at a time per worker, calling ``finish(episode,
+    outcome, attempts)`` once per episode with its record, its Raised, or the Lost of its last
+    attempt. A dead worker is replaced; the episode it was playing is tried again up to
+    ``retries`` times, those queued behind it are sent again (not charged). Returns
+    ``(retried, workers_lost)``.
+
+    Raises:
+        RolloutError: a worker could not build its env.
+    """
+    inflight: list[dict[int, Episode]] = [{} for _ in range(backend.width)]
+    deaths: Counter[int] = Counter()
+    retried = lost = 0
+    size = 1 if backend.one_at_a_time else size
+    while todo or any(inflight):
+        for slot, queue in enumerate(inflight):
+            if todo and not queue:
+                part = [todo.popleft() for _ in range(min(size, len(todo)))]
+                queue.update((e[0], e) for e in part)
+                backend.send(slot, part)
+        for slot, index, outcome in backend.wait():
+            if isinstance(outcome, _Broken):
+                raise RolloutError(f"a worker could not build its env:\n{outcome.traceback}")
+            if not isinstance(outcome, Lost):
+                finish(inflight[slot].pop(index), outcome, deaths[index] + 1)
+                continue
+            lost += 1
+            backend.replace(slot)
+            queue, inflight[slot] = list(inflight[slot].values()), {}
+            log.warning("%s; it was %s", outcome.message,
+                        f"playing {describe(queue[0])}" if queue else "idle")
+            if not queue:
+                continue
+            culprit = queue[0]
+            todo.extendleft(reversed(queue[1:]))
+            deaths[culprit[0]] += 1
+            if deaths[culprit[0]] > retries:
+                finish(culprit, outcome, deaths[culprit[0]])
+            else:
+                retried += 1
+                todo.appendleft(culprit)
+    return retried, lost
