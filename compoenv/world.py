@@ -10,9 +10,10 @@ from typing import NamedTuple
 from functools import cached_property
 
 from compoenv._cache import SharedCache
+from compoenv.businesses import Business, build_businesses
 from compoenv.interfaces import Address
 
-__all__ = ["World", "Person", "Organization", "CityInfo", "DEFAULT_TODAY"]
+__all__ = ["World", "Person", "Organization", "CityInfo", "Business", "DEFAULT_TODAY"]
 
 DEFAULT_TODAY = dt.date(2026, 3, 16)
 
@@ -190,6 +191,41 @@ class World:
         colleagues = [p for p in self.people[1:] if p.employer == self.user.employer]
         rest = [p for p in self.people[1:] if p not in colleagues]
         return colleagues + rng.sample(rest, others)
+
+    # -- businesses and relations ----------------------------------------------------------
+    @cached_property
+    def businesses(self) -> dict[str, tuple[Business, ...]]:
+        """Businesses people deal with, by kind (restaurant, gym, hotel, pharmacy, insurer,
+        airline, bank, vendor, venue, parking_operator, clinic, car_rental, agency,
+        publisher): a few of each kind in every city, with names that fit the kind."""
+        return build_businesses([c.name for c in self.cities], self.rng("businesses"))
+
+    def businesses_in(self, kind: str, city: str | None = None) -> tuple[Business, ...]:
+        """The businesses of ``kind`` (in ``city``, if given)."""
+        found = self.businesses.get(kind, ())
+        return found if city is None else tuple(b for b in found if b.city == city)
+
+    def business(self, name: str) -> Business | None:
+        """The business called ``name`` (case-insensitive), if any."""
+        return self._businesses_by_name.get(name.strip().lower())
+
+    @cached_property
+    def _businesses_by_name(self) -> dict[str, Business]:
+        return {b.name.lower(): b for kind in self.businesses.values() for b in kind}
+
+    def colleagues(self, person: Person) -> list[Person]:
+        """The people who work for the same employer as ``person`` (not themself)."""
+        return [p for p in self.people if p.employer == person.employer and p != person]
+
+    def manager_of(self, person: Person) -> Person | None:
+        """A colleague with a manager's title, else the first colleague (None: works alone)."""
+        team = self.colleagues(person)
+        managers = [p for p in team if "Manager" in p.title or p.title == "Sales Lead"]
+        return (managers or team or [None])[0]
+
+    def family(self, person: Person) -> list[Person]:
+        """People who share ``person``'s last name (their relatives)."""
+        return [p for p in self.people if p.last == person.last and p != person]
 
     @cached_property
     def _people_by_name(self) -> dict[str, Person]:

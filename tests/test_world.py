@@ -152,3 +152,49 @@ def test_world_get_returns_the_same_object_for_the_same_key():
 
 def test_repr_names_seed_and_today():
     assert repr(World(4)) == "World(seed=4, today=2026-03-16)"
+
+
+def test_every_city_has_businesses_of_every_kind_with_fitting_names():
+    from compoenv.businesses import KINDS, PER_CITY
+
+    world = World(4)
+    for kind in KINDS:
+        for city in world.cities:
+            found = world.businesses_in(kind, city.name)
+            assert len(found) == PER_CITY and all(b.city == city.name for b in found)
+    names = [b.name for kind in KINDS for b in world.businesses[kind]]
+    assert len(names) == len(set(names))  # a business name names one business
+    employers = {o.name for o in world.orgs}
+    assert not employers & set(names)
+    restaurant = world.businesses_in("restaurant")[0]
+    assert world.business(restaurant.name.upper()) == restaurant
+    assert any(w in restaurant.name for w in ("Trattoria", "Bistro", "Café", "Taverna",
+                                              "Brasserie", "Osteria"))
+
+
+def test_businesses_are_the_same_for_the_same_seed():
+    assert World(9).businesses == World(9).businesses != World(10).businesses
+
+
+def test_relations_colleagues_manager_and_family():
+    world = World(2)
+    user = world.user
+    team = world.colleagues(user)
+    assert user not in team and all(p.employer == user.employer for p in team)
+    manager = world.manager_of(user)
+    assert manager is None or manager in team
+    assert all(p.last == user.last and p != user for p in world.family(user))
+
+
+def test_magnitudes_follow_roles():
+    import random
+
+    from compoenv.magnitudes import RANGES, draw, fare_between, plausible, salary_for
+
+    rng = random.Random(0)
+    assert salary_for("Engineer", "Zurich", rng) > salary_for("Engineer", "Nairobi", rng)
+    assert fare_between("Paris", "Tokyo", rng) > fare_between("Paris", "London", rng)
+    for role, (low, high, _) in RANGES.items():
+        value = draw(role, rng)
+        assert low <= value <= high and plausible(role, value)
+    assert not plausible("salary", 8.28) and plausible(None, 8.28)
