@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
+from compoenv.roles import Role
+
 __all__ = [
     "Interface", "interface_of", "SEMANTIC_TYPES", "ENTITY_MODELS", "STATABLE", "Entity",
     # semantic types
@@ -139,70 +141,70 @@ class Entity(BaseModel):
 
 class Address(Entity):
     street: StreetAddress
-    city: City
+    city: Annotated[City, Role("location")]
     postal_code: PostalCode
     country: CountryCode
 
 
 class Contact(Entity):
     id: ContactId
-    name: PersonName
-    email: EmailAddress
-    phone: PhoneNumber
-    company: OrganizationName
+    name: Annotated[PersonName, Role("contact")]
+    email: Annotated[EmailAddress, Role("contact")]
+    phone: Annotated[PhoneNumber, Role("contact")]
+    company: Annotated[OrganizationName, Role("employer")]
     title: JobTitle
-    city: City
+    city: Annotated[City, Role("home_city")]
     address: Address
-    birthday: Date
+    birthday: Annotated[Date, Role("birthday")]
     notes: str = ""
 
 
 class Event(Entity):
     id: EventId
     title: str
-    start: DateTime
+    start: Annotated[DateTime, Role("event_date")]
     duration_minutes: DurationMinutes
-    location: City
-    attendees: tuple[EmailAddress, ...] = ()
+    location: Annotated[City, Role("venue_city")]
+    attendees: tuple[Annotated[EmailAddress, Role("attendee")], ...] = ()
 
 
 class EmailMessage(Entity):
     id: MessageId
-    sender: EmailAddress
-    to: tuple[EmailAddress, ...]
+    sender: Annotated[EmailAddress, Role("sender")]
+    to: tuple[Annotated[EmailAddress, Role("recipient")], ...]
     subject: EmailSubject
     body: Text
-    sent_at: DateTime
+    sent_at: Annotated[DateTime, Role("posted")]
     folder: Literal["inbox", "sent", "archive", "drafts"] = "inbox"
     read: bool = False
 
 
 class Account(Entity):
     id: AccountId
-    owner: PersonName
+    owner: Annotated[PersonName, Role("self")]
     kind: Literal["checking", "savings", "credit"]
-    balance: Money
+    balance: Annotated[Money, Role("balance")]
     currency: CurrencyCode
 
 
 class Transaction(Entity):
     id: TransactionId
     account_id: AccountId
-    counterparty: PersonName
-    counterparty_email: EmailAddress
-    amount: Money
+    counterparty: Annotated[PersonName, Role("payee")]
+    counterparty_email: Annotated[EmailAddress, Role("payee")]
+    amount: Annotated[Money, Role("payment")]
     currency: CurrencyCode
-    date: Date
+    date: Annotated[Date, Role("posted")]
     memo: str = ""
 
 
 class Invoice(Entity):
     id: InvoiceId
-    vendor: OrganizationName
-    billing_email: EmailAddress
-    amount: Money
+    vendor: Annotated[OrganizationName, Role("vendor")]
+    billing_email: Annotated[EmailAddress, Role("payee")]
+    amount: Annotated[Money, Role("amount_due")]
     currency: CurrencyCode
-    due: Date
+    due: Annotated[Date, Role("due_date")]
     status: Literal["open", "paid", "void"] = "open"
 
 
@@ -210,7 +212,7 @@ class Product(Entity):
     id: ProductId
     name: ProductName
     category: Category
-    price: Money
+    price: Annotated[Money, Role("price")]
     currency: CurrencyCode
     stock: int
     rating: float
@@ -218,13 +220,13 @@ class Product(Entity):
 
 class Order(Entity):
     id: OrderId
-    customer_email: EmailAddress
+    customer_email: Annotated[EmailAddress, Role("customer")]
     product_id: ProductId
     product_name: ProductName
     quantity: Quantity
-    total: Money
+    total: Annotated[Money, Role("total")]
     currency: CurrencyCode
-    placed: Date
+    placed: Annotated[Date, Role("created")]
     status: Literal["placed", "shipped", "delivered", "cancelled"] = "placed"
     tracking: TrackingNumber | None = None
     ship_to: Address
@@ -234,11 +236,11 @@ class Flight(Entity):
     number: FlightNumber
     origin: AirportCode
     destination: AirportCode
-    origin_city: City
-    destination_city: City
-    departure: DateTime
+    origin_city: Annotated[City, Role("origin")]
+    destination_city: Annotated[City, Role("destination")]
+    departure: Annotated[DateTime, Role("departure")]
     duration_minutes: DurationMinutes
-    price: Money
+    price: Annotated[Money, Role("fare")]
     currency: CurrencyCode
     seats_left: int
 
@@ -246,17 +248,17 @@ class Flight(Entity):
 class Booking(Entity):
     reference: BookingReference
     flight_number: FlightNumber
-    passenger: PersonName
-    passenger_email: EmailAddress
-    departure: DateTime
-    price: Money
+    passenger: Annotated[PersonName, Role("passenger")]
+    passenger_email: Annotated[EmailAddress, Role("passenger")]
+    departure: Annotated[DateTime, Role("departure")]
+    price: Annotated[Money, Role("fare")]
     currency: CurrencyCode
     status: Literal["confirmed", "cancelled"] = "confirmed"
 
 
 class WeatherReport(Entity):
-    city: City
-    date: Date
+    city: Annotated[City, Role("location")]
+    date: Annotated[Date, Role("date")]
     condition: Literal["sunny", "cloudy", "rain", "snow", "storm", "fog"]
     high: Temperature
     low: Temperature
@@ -266,10 +268,10 @@ class WeatherReport(Entity):
 class Hotel(Entity):
     id: HotelId
     name: str
-    city: City
+    city: Annotated[City, Role("hotel_city")]
     address: Address
     stars: int
-    nightly_rate: Money
+    nightly_rate: Annotated[Money, Role("rate")]
     currency: CurrencyCode
     rooms_left: int
 
@@ -278,12 +280,12 @@ class HotelReservation(Entity):
     id: ReservationId
     hotel_id: HotelId
     hotel_name: str
-    city: City
-    guest: PersonName
-    guest_email: EmailAddress
-    check_in: Date
+    city: Annotated[City, Role("hotel_city")]
+    guest: Annotated[PersonName, Role("guest")]
+    guest_email: Annotated[EmailAddress, Role("guest")]
+    check_in: Annotated[Date, Role("check_in")]
     nights: int
-    total: Money
+    total: Annotated[Money, Role("total")]
     currency: CurrencyCode
     status: Literal["confirmed", "cancelled"] = "confirmed"
 
