@@ -8,6 +8,7 @@ from pydantic import Field
 
 from compoenv import Service, State, ToolError, tool
 from compoenv.crud import get_or_404, next_id, page, update
+from compoenv.roles import Role
 from compoenv.interfaces import (
     Account, AccountId, EmailAddress, Money, PersonName, Transaction,
 )
@@ -99,13 +100,14 @@ class Bank(Service):
         return max(history, key=lambda t: abs(t.amount))
 
     @tool(read_only=True, phrase="list my transactions with {counterparty_email}")
-    def transactions_with(self, counterparty_email: EmailAddress) -> list[Transaction]:
+    def transactions_with(self, counterparty_email: Annotated[EmailAddress, Role("payee")]) -> list[Transaction]:
         """List transactions with one person across all accounts, newest first."""
         return self._history(lambda t: t.counterparty_email.lower() == counterparty_email.lower())
 
     @tool(phrase="transfer {amount} from account {account_id} to {recipient_email}")
-    def transfer(self, account_id: AccountId, recipient_email: EmailAddress, amount: Money,
-                 recipient_name: PersonName | None = None,
+    def transfer(self, account_id: AccountId, recipient_email: Annotated[EmailAddress, Role("payee")],
+                 amount: Annotated[Money, Role("payment")],
+                 recipient_name: Annotated[PersonName, Role("payee")] | None = None,
                  memo: Annotated[str, Field(max_length=200)] = "") -> Transaction:
         """Send money from a checking or savings account to another person.
 

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from compoenv import Service, State, ToolError, tool
 from compoenv.crud import get_or_404, norm, update
+from compoenv.roles import Role
 from compoenv.interfaces import Invoice, InvoiceId, Money, OrganizationName, TransactionId
 from compoenv.service import did_you_mean
 from compoenv.world import World
@@ -79,12 +80,13 @@ class Invoices(Service):
         return get_or_404(self.state.invoices, invoice_id, "invoice id")
 
     @tool(read_only=True, phrase="list the invoices from {vendor}")
-    def invoices_from(self, vendor: OrganizationName) -> list[Invoice]:
+    def invoices_from(self, vendor: Annotated[OrganizationName, Role("vendor")]) -> list[Invoice]:
         """List every invoice from one vendor, by due date."""
         return sorted(self._from(vendor), key=lambda i: (i.due, i.id))
 
     @tool(read_only=True, phrase="work out how much I owe on open invoices")
-    def total_due(self, vendor: OrganizationName | None = None) -> Money:
+    def total_due(self, vendor: Annotated[OrganizationName, Role("vendor")] | None = None
+                  ) -> Annotated[Money, Role("amount_due")]:
         """Sum the amounts of open invoices, for one vendor or all of them.
 
         Args:

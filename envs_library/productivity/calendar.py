@@ -9,6 +9,7 @@ from pydantic import Field
 
 from compoenv import Service, State, ToolError, tool
 from compoenv.crud import get_or_404, next_id, search, update
+from compoenv.roles import Role
 from compoenv.interfaces import City, Date, DateTime, DurationMinutes, EmailAddress, Event, EventId
 from compoenv.service import did_you_mean
 from compoenv.world import World
@@ -75,7 +76,7 @@ class Calendar(Service):
                                      f"{other.id} {other.title!r} at {other.start}")
 
     @tool(read_only=True, phrase="list my events on {date}")
-    def list_events(self, date: Date) -> list[Event]:
+    def list_events(self, date: Annotated[Date, Role("date")]) -> list[Event]:
         """List the events starting on a date, in time order."""
         return sorted((e for e in self.state.events.values() if e.start.startswith(date)),
                       key=lambda e: e.start)
@@ -99,7 +100,7 @@ class Calendar(Service):
                       key=lambda e: e.start)
 
     @tool(read_only=True, phrase="find my next meeting with {attendee}")
-    def next_event_with(self, attendee: EmailAddress) -> Event:
+    def next_event_with(self, attendee: Annotated[EmailAddress, Role("attendee")]) -> Event:
         """Get the first event from today on that a person attends."""
         theirs = sorted((e for e in self.state.events.values()
                          if attendee.lower() in (a.lower() for a in e.attendees)),
@@ -115,8 +116,9 @@ class Calendar(Service):
 
     @tool(phrase="schedule {title} at {start} for {duration_minutes} minutes in {location}")
     def create_event(self, title: Annotated[str, Field(min_length=1, max_length=200)],
-                     start: DateTime, duration_minutes: DurationMinutes, location: City,
-                     attendees: list[EmailAddress] = []) -> Event:
+                     start: Annotated[DateTime, Role("start_date")], duration_minutes: DurationMinutes,
+                     location: Annotated[City, Role("venue_city")],
+                     attendees: list[Annotated[EmailAddress, Role("attendee")]] = []) -> Event:
         """Create an event; fails if it overlaps another event.
 
         Args:
@@ -132,7 +134,7 @@ class Calendar(Service):
         return event
 
     @tool(phrase="move event {event_id} to {start}")
-    def reschedule_event(self, event_id: EventId, start: DateTime) -> Event:
+    def reschedule_event(self, event_id: EventId, start: Annotated[DateTime, Role("start_date")]) -> Event:
         """Move an event to a new start time, keeping its length."""
         event = get_or_404(self.state.events, event_id, "event id")
         _start(start)
@@ -146,7 +148,7 @@ class Calendar(Service):
         return self.state.events.pop(event_id)
 
     @tool(phrase="invite {email} to event {event_id}")
-    def add_attendee(self, event_id: EventId, email: EmailAddress) -> Event:
+    def add_attendee(self, event_id: EventId, email: Annotated[EmailAddress, Role("attendee")]) -> Event:
         """Add an attendee to an event."""
         event = get_or_404(self.state.events, event_id, "event id")
         if email.lower() in (a.lower() for a in event.attendees):

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from compoenv import Service, State, ToolError, tool
 from compoenv.crud import find_one, get_or_404, next_id, search, update
+from compoenv.roles import Role
 from compoenv.interfaces import (
     Address, City, Contact, ContactId, EmailAddress, JobTitle, OrganizationName, PersonName,
     PhoneNumber,
@@ -37,12 +38,12 @@ class Contacts(Service):
         return self.State(contacts=contacts)
 
     @tool(read_only=True, phrase="look up {name} in my contacts")
-    def find_contact(self, name: PersonName) -> Contact:
+    def find_contact(self, name: Annotated[PersonName, Role("contact")]) -> Contact:
         """Find a contact by full name."""
         return find_one(self.state.contacts.values(), name, lambda c: c.name, "contact name")
 
     @tool(read_only=True, phrase="find the contact whose email is {email}")
-    def find_contact_by_email(self, email: EmailAddress) -> Contact:
+    def find_contact_by_email(self, email: Annotated[EmailAddress, Role("contact")]) -> Contact:
         """Find the contact with this email address."""
         return find_one(self.state.contacts.values(), email, lambda c: c.email, "contact email")
 
@@ -65,19 +66,21 @@ class Contacts(Service):
                       lambda c: c.name, lambda c: c.company, lambda c: c.title, lambda c: c.city)
 
     @tool(read_only=True, phrase="list my contacts who work at {company}")
-    def list_contacts_at_company(self, company: OrganizationName) -> list[Contact]:
+    def list_contacts_at_company(self, company: Annotated[OrganizationName, Role("employer")]) -> list[Contact]:
         """List contacts employed by an organisation."""
         return [c for c in self.state.contacts.values() if c.company.lower() == company.lower()]
 
     @tool(phrase="update the phone number of contact {contact_id} to {phone}")
-    def update_phone(self, contact_id: ContactId, phone: PhoneNumber) -> Contact:
+    def update_phone(self, contact_id: ContactId, phone: Annotated[PhoneNumber, Role("contact")]) -> Contact:
         """Change a contact's phone number."""
         get_or_404(self.state.contacts, contact_id, "contact id")
         return update(self.state.contacts, contact_id, phone=phone)
 
     @tool(phrase="add {name} ({email}, {title} at {company}, based in {city}) to my contacts")
-    def add_contact(self, name: PersonName, email: EmailAddress, company: OrganizationName,
-                    title: JobTitle, city: City, phone: PhoneNumber = "+1 555-000-0000") -> Contact:
+    def add_contact(self, name: Annotated[PersonName, Role("contact")], email: Annotated[EmailAddress, Role("contact")],
+                    company: Annotated[OrganizationName, Role("employer")], title: JobTitle,
+                    city: Annotated[City, Role("home_city")],
+                    phone: Annotated[PhoneNumber, Role("contact")] = "+1 555-000-0000") -> Contact:
         """Add a new contact to the address book."""
         if any(c.email.lower() == email.lower() for c in self.state.contacts.values()):
             raise ToolError(409, f"A contact with email {email!r} already exists")

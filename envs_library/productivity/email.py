@@ -8,6 +8,7 @@ from pydantic import Field
 
 from compoenv import Service, State, ToolError, tool
 from compoenv.crud import get_or_404, next_id, page, search, update
+from compoenv.roles import Role
 from compoenv.interfaces import EmailAddress, EmailMessage, EmailSubject, MessageId, Text
 from compoenv.service import did_you_mean
 from compoenv.world import World
@@ -112,13 +113,13 @@ class Email(Service):
         return self._newest_first(hits)
 
     @tool(read_only=True, phrase="list the emails I received from {sender}")
-    def list_messages_from(self, sender: EmailAddress) -> list[EmailMessage]:
+    def list_messages_from(self, sender: Annotated[EmailAddress, Role("contact")]) -> list[EmailMessage]:
         """List every message from a sender, newest first."""
         return self._newest_first([m for m in self.state.messages.values()
                                    if m.sender.lower() == sender.lower()])
 
     @tool(read_only=True, phrase="find the latest email from {sender}")
-    def latest_message_from(self, sender: EmailAddress) -> EmailMessage:
+    def latest_message_from(self, sender: Annotated[EmailAddress, Role("contact")]) -> EmailMessage:
         """Get the most recent message from a sender."""
         hits = self.list_messages_from(sender)
         if not hits:
@@ -127,7 +128,8 @@ class Email(Service):
         return hits[0]
 
     @tool(phrase="send an email to {to} with subject {subject} and body {body}")
-    def send_email(self, to: EmailAddress, subject: EmailSubject, body: Text) -> EmailMessage:
+    def send_email(self, to: Annotated[EmailAddress, Role("recipient")], subject: EmailSubject,
+                   body: Text) -> EmailMessage:
         """Send a new email from the user's address."""
         msg = EmailMessage(id=next_id("M-", self.state.messages), sender=self.world.user.email,
                            to=[to], subject=subject, body=body, sent_at=self.world.at(0, 9),

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from compoenv import Service, State, ToolError, tool
 from compoenv.crud import cancel, find_city, get_or_404, update
+from compoenv.roles import Role
 from compoenv.interfaces import (
     Booking, BookingReference, City, Date, EmailAddress, Flight, FlightNumber, PersonName,
 )
@@ -76,8 +79,9 @@ class Flights(Service):
 
     @tool(read_only=True,
           phrase="search flights from {origin_city} to {destination_city} on {date}")
-    def search_flights(self, origin_city: City, destination_city: City,
-                       date: Date) -> list[Flight]:
+    def search_flights(self, origin_city: Annotated[City, Role("origin")],
+                       destination_city: Annotated[City, Role("destination")],
+                       date: Annotated[Date, Role("departure")]) -> list[Flight]:
         """Flights from one city to another departing on a date, earliest first."""
         origin = find_city(self.world, origin_city)
         destination = find_city(self.world, destination_city)
@@ -89,7 +93,9 @@ class Flights(Service):
 
     @tool(read_only=True,
           phrase="find the cheapest flight from {origin_city} to {destination_city} on {date}")
-    def cheapest_flight(self, origin_city: City, destination_city: City, date: Date) -> Flight:
+    def cheapest_flight(self, origin_city: Annotated[City, Role("origin")],
+                        destination_city: Annotated[City, Role("destination")],
+                        date: Annotated[Date, Role("departure")]) -> Flight:
         """The cheapest flight with free seats on a route and date (ties: earliest)."""
         open_flights = [f for f in self.search_flights(origin_city, destination_city, date)
                         if f.seats_left > 0]
@@ -104,8 +110,8 @@ class Flights(Service):
         return get_or_404(self.state.flights, flight_number, "flight number")
 
     @tool(phrase="book flight {flight_number} for {passenger} ({passenger_email})")
-    def book_flight(self, flight_number: FlightNumber, passenger: PersonName,
-                    passenger_email: EmailAddress) -> Booking:
+    def book_flight(self, flight_number: FlightNumber, passenger: Annotated[PersonName, Role("passenger")],
+                    passenger_email: Annotated[EmailAddress, Role("passenger")]) -> Booking:
         """Book one seat on a flight."""
         flight = get_or_404(self.state.flights, flight_number, "flight number")
         if flight.seats_left < 1:

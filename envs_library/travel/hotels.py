@@ -9,6 +9,7 @@ from pydantic import Field
 
 from compoenv import Service, State, ToolError, tool
 from compoenv.crud import cancel, find_city, get_or_404, next_id, update
+from compoenv.roles import Role
 from compoenv.interfaces import (
     Address, City, Date, EmailAddress, Hotel, HotelId, HotelReservation, Money, PersonName,
     ReservationId,
@@ -61,7 +62,8 @@ class Hotels(Service):
         return self.State(hotels=hotels, reservations=reservations)
 
     @tool(read_only=True, phrase="search hotels in {city}")
-    def search_hotels(self, city: City, max_rate: Money | None = None) -> list[Hotel]:
+    def search_hotels(self, city: Annotated[City, Role("hotel_city")],
+                      max_rate: Annotated[Money, Role("limit")] | None = None) -> list[Hotel]:
         """Hotels in a city, cheapest first.
 
         Args:
@@ -73,7 +75,7 @@ class Hotels(Service):
         return sorted(hotels, key=lambda h: (h.nightly_rate, h.id))
 
     @tool(read_only=True, phrase="find the cheapest hotel with free rooms in {city}")
-    def cheapest_hotel(self, city: City) -> Hotel:
+    def cheapest_hotel(self, city: Annotated[City, Role("hotel_city")]) -> Hotel:
         """The cheapest hotel in a city that has a free room (ties: lowest id)."""
         open_hotels = [h for h in self.search_hotels(city) if h.rooms_left > 0]
         if not open_hotels:
@@ -87,8 +89,9 @@ class Hotels(Service):
 
     @tool(phrase="book hotel {hotel_id} for {guest} ({guest_email}) from {check_in} "
                  "for {nights} nights")
-    def book_hotel(self, hotel_id: HotelId, guest: PersonName, guest_email: EmailAddress,
-                   check_in: Date, nights: Annotated[int, Field(ge=1, le=30)]) -> HotelReservation:
+    def book_hotel(self, hotel_id: HotelId, guest: Annotated[PersonName, Role("guest")],
+                   guest_email: Annotated[EmailAddress, Role("guest")], check_in: Annotated[Date, Role("check_in")],
+                   nights: Annotated[int, Field(ge=1, le=30)]) -> HotelReservation:
         """Reserve one room at a hotel.
 
         Args:

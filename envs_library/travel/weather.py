@@ -9,6 +9,7 @@ from pydantic import Field
 
 from compoenv import Service, State, ToolError, tool
 from compoenv.crud import find_city
+from compoenv.roles import Role
 from compoenv.interfaces import City, Date, WeatherReport
 
 HORIZON_DAYS = 14
@@ -26,7 +27,8 @@ class Weather(Service):
         """Forecasts have no state: each is a pure function of (world seed, city, date)."""
 
     @tool(read_only=True, phrase="get the weather forecast for {city} on {date}")
-    def get_forecast(self, city: City, date: Date) -> WeatherReport:
+    def get_forecast(self, city: Annotated[City, Role("location")], date: Annotated[Date, Role("date")]
+                     ) -> WeatherReport:
         """The forecast for a city on a date (today up to 14 days ahead).
 
         Args:
@@ -52,8 +54,8 @@ class Weather(Service):
     @tool(read_only=True, phrase="find which of {cities} will be warmest on {date}")
     def warmest_city(
         self,
-        cities: Annotated[list[City], Field(min_length=1, max_length=30)],
-        date: Date,
+        cities: Annotated[list[Annotated[City, Role("location")]], Field(min_length=1, max_length=30)],
+        date: Annotated[Date, Role("date")],
     ) -> WeatherReport:
         """Of several cities, the one with the highest forecast high on a date (ties: first).
 
@@ -64,6 +66,6 @@ class Weather(Service):
         return max(reports, key=lambda r: r.high)
 
     @tool(read_only=True, phrase="check whether it will rain in {city} on {date}")
-    def will_it_rain(self, city: City, date: Date) -> bool:
+    def will_it_rain(self, city: Annotated[City, Role("location")], date: Annotated[Date, Role("date")]) -> bool:
         """Whether rain or a storm is forecast for a city on a date."""
         return self.get_forecast(city, date).condition in ("rain", "storm")
