@@ -1,4 +1,5 @@
-"""Tool-dependency graph: an edge u -> v when an output interface of u feeds a required input of v."""
+"""Tool-dependency graph: an edge u -> v when an output of u fits a required input of v: the
+same interface, and roles that may feed each other (``compoenv.roles.compatible``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any, Callable, Iterable, NamedTuple
 import networkx as nx
 
 from compoenv.interfaces import STATABLE
+from compoenv.roles import compatible
 from compoenv.service import ToolSpec
 
 __all__ = ["ToolGraph", "Edge"]
@@ -46,17 +48,18 @@ class ToolGraph:
         self._starts: list[str] | None = None
         self._memo: dict[Any, Any] = {}
         self._nx: nx.MultiDiGraph | None = None
-        producers: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+        producers: dict[str, list[tuple[str, tuple[str, ...], str | None]]] = {}
         for name, spec in self.specs.items():
             for slot in spec.outputs:
-                producers.setdefault(slot.interface, []).append((name, slot.path))
+                producers.setdefault(slot.interface, []).append((name, slot.path, slot.role))
         self._out: dict[str, list[Edge]] = {name: [] for name in self.specs}
         for target, spec in self.specs.items():
             for slot in spec.inputs:
                 if not slot.required or len(slot.path) != 1:
                     continue
-                for source, path in producers.get(slot.interface, ()):
-                    if source != target:
+                for source, path, role in producers.get(slot.interface, ()):
+                    # interface and role must fit: a lead's value is no salary (compoenv.roles)
+                    if source != target and compatible(slot.interface, role, slot.role):
                         self._out[source].append(
                             Edge.between(source, target, slot.interface, path, slot.path[0]))
 

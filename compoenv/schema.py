@@ -25,12 +25,15 @@ class Slot:
             value of a mapping).
         required: For parameters, whether the tool requires it.
         kind: JSON type at that place (``string``, ``number``, ``object``, ...).
+        role: The ``x-role`` there (``compoenv.roles``), or for a person's name, email or phone
+            without one, the role of the object it sits in.
     """
 
     interface: str
     path: tuple[str, ...]
     required: bool = True
     kind: str = "string"
+    role: str | None = None
 
     @property
     def many(self) -> bool:
@@ -78,20 +81,29 @@ def _branches(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
         yield node
 
 
+_IDENTITY = frozenset({"PersonName", "EmailAddress", "PhoneNumber"})
+
+
 def interface_slots(schema: dict[str, Any], required: bool = True,
-                    path: tuple[str, ...] = ()) -> list[Slot]:
-    """Every interface-tagged place in a compact schema, outermost first."""
+                    path: tuple[str, ...] = (), role: str | None = None) -> list[Slot]:
+    """Every interface-tagged place in a compact schema, outermost first (``role``: the role
+    of the enclosing object, which its identity fields take when they carry none)."""
     slots: list[Slot] = []
     for node in _branches(schema):
+        here = node.get("x-role", schema.get("x-role"))
+        inherited = here or role
         if "x-interface" in node:
-            slots.append(Slot(node["x-interface"], path, required, node.get("type", "object")))
+            interface = node["x-interface"]
+            own = here if here is not None else (role if interface in _IDENTITY else None)
+            slots.append(Slot(interface, path, required, node.get("type", "object"), own))
         if node.get("type") == "array" and isinstance(node.get("items"), dict):
-            slots.extend(interface_slots(node["items"], required, path + ("*",)))
+            slots.extend(interface_slots(node["items"], required, path + ("*",), inherited))
         if isinstance(node.get("additionalProperties"), dict):
-            slots.extend(interface_slots(node["additionalProperties"], required, path + ("*",)))
+            slots.extend(interface_slots(node["additionalProperties"], required, path + ("*",),
+                                         inherited))
         for key, child in (node.get("properties") or {}).items():
             child_required = required and key in node.get("required", ())
-            slots.extend(interface_slots(child, child_required, path + (key,)))
+            slots.extend(interface_slots(child, child_required, path + (key,), inherited))
     return slots
 
 

@@ -246,6 +246,14 @@ class World:
     def person_by_email(self, email: str) -> Person | None:
         return self._people_by_email.get(email.strip().lower())
 
+    def person_by_phone(self, phone: str) -> Person | None:
+        """The person with this phone number (compared digit by digit), if any."""
+        return self._people_by_phone.get("".join(c for c in phone if c.isdigit()))
+
+    @cached_property
+    def _people_by_phone(self) -> dict[str, Person]:
+        return {"".join(c for c in p.phone if c.isdigit()): p for p in self.people}
+
     def city(self, name: str) -> CityInfo | None:
         return self._cities_by_name.get(name.strip().lower())
 

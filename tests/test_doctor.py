@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Annotated
 
 import pytest
 from click.testing import CliRunner
@@ -14,6 +15,7 @@ from compoenv.compose import diagnose
 from compoenv.compose.doctor import REASONS
 from compoenv.interfaces import City, EmailAddress, PersonName
 from compoenv.registry import Registry, RegistryError
+from compoenv.roles import Role
 from compoenv.testing import check_service
 
 
@@ -65,7 +67,7 @@ class Harbours(Service):
         return self.State(keepers={p.name: Keeper(name=p.name, email=p.email) for p in people})
 
     @tool(read_only=True, phrase="find the harbour keeper of {city}")
-    def find_keeper(self, city: City) -> Keeper:
+    def find_keeper(self, city: Annotated[City, Role("location")]) -> Keeper:
         """Find who keeps the harbour of a city."""
         return next(iter(self.state.keepers.values()))
 
@@ -84,7 +86,7 @@ class Moorings(Service):
         return self.State(keepers={p.name: Keeper(name=p.name, email=p.email) for p in people})
 
     @tool(read_only=True, phrase="find the mooring keeper in {city}")
-    def find_mooring(self, city: City) -> Keeper:
+    def find_mooring(self, city: Annotated[City, Role("location")]) -> Keeper:
         """Find who rents out moorings in a city."""
         raise ToolError(404, f"no moorings in {city}")
 
@@ -239,3 +241,30 @@ def test_generate_reports_rejections_by_tool_the_same_for_any_workers(tmp_path):
     second = summary(seed, 2)
     assert second["rejections_by_tool"] == first["rejections_by_tool"]
     assert second["rejections"] == first["rejections"]
+
+
+class Gyms(Service):
+    """Gyms: classes by city (its city parameter carries no role)."""
+
+    name = "gyms"
+    domain = "fitness"
+
+    class State(State):
+        keepers: dict[str, Keeper] = {}
+
+    def seed(self, world: World) -> Gyms.State:
+        people = world.rng(self.name).sample(world.people[1:], 3)
+        return self.State(keepers={p.name: Keeper(name=p.name, email=p.email) for p in people})
+
+    @tool(read_only=True, phrase="find a trainer in {city}")
+    def find_trainer(self, city: City) -> Keeper:
+        """Find a trainer in a city."""
+        return next(iter(self.state.keepers.values()))
+
+
+def test_an_input_without_a_role_is_named_with_the_fix():
+    registry = Registry([*Registry.default(), Gyms])
+    (trainer,) = diagnose("gyms", registry, tasks=1).tools
+    whats = " | ".join(p.what for p in trainer.join_problems)
+    assert "`city` (City) has no x-role, so no tool feeds it" in whats
+    assert any("Role(...)" in p.fix for p in trainer.join_problems)

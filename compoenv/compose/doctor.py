@@ -13,6 +13,7 @@ from compoenv.compose.generator import Composer, ComposerConfig, select
 from compoenv.compose.motifs import _ORDERED, _SUMMABLE, _item_fields, fan_edges, returns_list
 from compoenv.compose.values import fresh_arguments, record_arguments
 from compoenv.compose.steps import failure, single_result
+from compoenv.roles import kind_of_interface
 from compoenv.graph import Edge, ToolGraph
 from compoenv.interfaces import STATABLE
 from compoenv.registry import Registry
@@ -69,6 +70,9 @@ REASONS: dict[str, tuple[str, str]] = {
                 "writes should create or change records the seed does not already have"),
     "insensitive": ("a solution with a wrong argument to this tool still scored 1.0",
                     "make the result or effect depend on that argument (404 on unknown values)"),
+    "identity": ("a call named two people for one role, one person for two roles, the user "
+                 "acting on themself, or one place as origin and destination",
+                 "tag person, city and date fields with the roles they play (compoenv.roles)"),
     "optional_sensitive": ("passing one of this tool's optional parameters explicitly (at its "
                            "default, or at the value the rubric states) broke the solution",
                            "give optional parameters defaults the tool honours, and keep "
@@ -279,9 +283,10 @@ def _join_problems(spec: ToolSpec, others: _Others) -> list[Problem]:
             f"no other service takes {', '.join(outputs)} as a required input"
             + (f" ({'; '.join(note)}: edges need required inputs)" if note else ""),
             f"also return interfaces other services take, such as {popular}"))
-    tagged = {s.path[0]: s.interface for s in spec.inputs if len(s.path) == 1}
+    tagged = {s.path[0]: s for s in spec.inputs if len(s.path) == 1}
     for param in spec.parameters.get("required", ()):
-        interface = tagged.get(param)
+        slot = tagged.get(param)
+        interface = slot.interface if slot is not None else None
         if interface is None:
             problems.append(Problem(f"required parameter `{param}` has no x-interface, so no "
                                     "tool can feed it",
@@ -289,6 +294,21 @@ def _join_problems(spec: ToolSpec, others: _Others) -> list[Problem]:
         elif interface not in gives:
             problems.append(Problem(f"no other service outputs {interface} (`{param}`)",
                                     f"take an interface other services output ({popular})"))
+    return problems
+
+
+def _role_problems(spec: ToolSpec) -> list[Problem]:
+    """Required inputs of a role-bearing interface without a role: nothing feeds them."""
+    problems = []
+    for slot in spec.inputs:
+        kind = kind_of_interface(slot.interface)
+        if kind and slot.role is None and slot.required and len(slot.path) == 1:
+            param = slot.path[0]
+            problems.append(Problem(
+                f"required parameter `{param}` ({slot.interface}) has no x-role, so no tool "
+                f"feeds it: an {slot.interface} joins only where its role fits",
+                f"tag `{param}` with the role it plays, e.g. Annotated[{slot.interface}, "
+                f"Role(...)] with a {kind} role from compoenv.roles"))
     return problems
 
 
@@ -397,7 +417,8 @@ def diagnose(service: str, registry: Registry | None = None, tasks: int = 20,
         motifs, motif_problems = _motifs(spec, graph, not start, into) if lists else ([], [])
         reports.append(ToolDiagnosis(
             spec.qualified_name, spec.read_only, lists, not start, tuple(start), *joins,
-            tuple(_join_problems(spec, others)) if not (joins[0] or joins[1]) else (),
+            tuple(_role_problems(spec) + (_join_problems(spec, others)
+                                          if not (joins[0] or joins[1]) else [])),
             tuple(motifs), tuple(motif_problems)))
     tools = tuple(reports)
     return Diagnosis(service, tools, composition, composition.composed > 0,

@@ -66,7 +66,7 @@ def _fan_edges(graph: Any, spec: ToolSpec) -> list[Edge]:
         stated = [p for p in target.parameters.get("required", ())
                   if p != edge.param and props.get(p, {}).get("x-interface") not in item]
         if not (needs & _PERSONAL) - item and all(
-                can_state(p, props.get(p, {}), _WORLD) for p in stated):
+                can_state(p, props.get(p, {}), _WORLD, target.service) for p in stated):
             edges.append(edge)
     return edges
 

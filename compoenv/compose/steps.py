@@ -6,13 +6,16 @@ from __future__ import annotations
 import random
 from typing import Any, Callable, Mapping
 
+from compoenv.compose.identity import call_problem, person_of
 from compoenv.compose.records import Binding, Step, Value
 from compoenv.compose.values import MISSING, fresh_value, record_value
 from compoenv.graph import Edge, ToolGraph
 from compoenv.interfaces import STATABLE
-from compoenv.schema import extract, is_valid
+from compoenv.roles import IDENTITY, compatible
+from compoenv.schema import Slot, extract, is_valid
 from compoenv.service import ToolSpec
 from compoenv.session import Session
+from compoenv.world import Person, World
 
 __all__ = ["single_values", "feeds", "bind", "single_result", "reportable", "worth_reporting",
            "toward", "snapshot", "useful", "failure", "as_list_path"]
@@ -86,30 +89,51 @@ def failure(result: Mapping[str, Any]) -> str:
             else "found_nothing" if result.get("data") in (None, [], {}, "") else "wrong_size")
 
 
+def _group(slot: Slot) -> str:
+    """Which person a person field belongs to in its call: its role, else its name's stem
+    (``guest_email`` and ``guest`` are one guest)."""
+    return slot.role or slot.path[0].rsplit("_", 1)[0]
+
+
 def bind(spec: ToolSpec, edge: Edge, value: Value, available: list[Value],
-          session: Session, rng: random.Random) -> list[Binding] | None:
+         session: Session, rng: random.Random) -> list[Binding] | None:
+    """The arguments of a candidate call fed by ``value`` along ``edge``: other required
+    inputs from earlier results whose roles fit, or stated by the user; None when the call
+    could not be a real request (``identity.call_problem``) or would fail validation."""
     props = spec.parameters.get("properties", {})
     world = session.world
-    # stated names, emails and phones belong to one person: the one the carried value names
-    carried = str(value.value)
-    person = (world.person_by_email(carried) or world.person(carried)
-              or rng.choice(world.people[1:]))
+    slots = {s.path[0]: s for s in spec.inputs if len(s.path) == 1}
     # A write keyed by an entity's id takes its new values from the user, not from the same
     # entity (moving an event to its own start time would change nothing).
     rewrites = not spec.read_only and edge.interface.endswith("Id")
     if not _accepts(props, edge.param, value.value):
         return None  # a refund of -12.50 where amounts are positive: the call would be a 400
     bindings = [Binding(edge.param, value.value, value.step, value.slot.path, edge.interface)]
+    # people by the role they play in this call: the carried one, then whoever is found or
+    # stated for the other roles (name, email and phone of one role belong to one person)
+    people: dict[str, Person] = {}
+    carried = person_of(value.value, world)
+    if carried is not None and edge.param in slots:
+        people[_group(slots[edge.param])] = carried
     for slot in spec.inputs:
         param = slot.path[0]
         if not slot.required or len(slot.path) != 1 or param == edge.param:
             continue
-        v = next((v for v in reversed(available) if v.slot.interface == slot.interface
-                  and not (rewrites and v.step == value.step)), None)
+        group = _group(slot) if slot.interface in IDENTITY else None
+        want = people.get(group) if group else None
+        fits = [v for v in reversed(available) if v.slot.interface == slot.interface
+                and compatible(slot.interface, v.slot.role, slot.role)
+                and not (rewrites and v.step == value.step)]
+        if group is not None:
+            fits = [v for v in fits if (person_of(v.value, world) == want if want is not None
+                                        else person_of(v.value, world) not in people.values())]
+        v = fits[0] if fits else None
         if v is not None:
             if not _accepts(props, param, v.value):
                 return None
             bindings.append(Binding(param, v.value, v.step, v.slot.path, slot.interface))
+            if group is not None and (found := person_of(v.value, world)) is not None:
+                people.setdefault(group, found)
             continue
         if slot.interface not in STATABLE:
             return None
@@ -117,18 +141,38 @@ def bind(spec: ToolSpec, edge: Edge, value: Value, available: list[Value],
         if slot.interface.endswith("Id"):
             stated = record_value(session.service(spec.service), slot.interface, rng)
         if stated is MISSING:
-            stated = fresh_value(param, props[param], session.world, rng, person)
+            person = want if group is not None else carried
+            if group is not None and person is None:
+                person = _someone(slot.role, world, rng, set(people.values()))
+                people[group] = person
+            stated = fresh_value(param, props[param], session.world, rng, person, spec.service)
         if stated is MISSING:
             return None
         bindings.append(Binding(param, stated, interface=slot.interface))
     for param in spec.parameters.get("required", ()):
         if param in {b.param for b in bindings}:
             continue
-        stated = fresh_value(param, props[param], session.world, rng, person)
+        stated = fresh_value(param, props[param], session.world, rng, carried, spec.service)
         if stated is MISSING:
             return None
         bindings.append(Binding(param, stated))
+    if call_problem(spec, {b.param: b.value for b in bindings}, world) is not None:
+        return None
     return bindings
+
+
+_TEAM = frozenset({"colleague", "employee", "manager", "hiring_manager", "interviewer",
+                   "assignee", "reviewer", "approver", "organizer", "editor"})
+
+
+def _someone(role: str | None, world: World, rng: random.Random,
+             taken: set[Person]) -> Person:
+    """A person a user would name for ``role``: a colleague for team roles, else anyone but
+    the user; never one already in the call."""
+    pool = world.colleagues(world.user) if role in _TEAM else list(world.people[1:])
+    pool = [p for p in pool if p not in taken] or [p for p in world.people[1:]
+                                                    if p not in taken]
+    return rng.choice(pool)
 
 
 def _accepts(props: dict[str, Any], param: str, value: Any) -> bool:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import re
 from functools import lru_cache
 from typing import Any, Callable
 
@@ -12,6 +11,8 @@ from pydantic import BaseModel, TypeAdapter
 from compoenv._cache import ByIdentity
 from compoenv.schema import Slot, compact_schema, extract, interface_slots
 from compoenv.service import Service, ToolSpec
+from compoenv.businesses import KINDS as BUSINESS_KINDS
+from compoenv.magnitudes import draw
 from compoenv.world import Person, World
 
 __all__ = ["MISSING", "record_arguments", "record_value", "fresh_value", "fresh_arguments",
@@ -28,11 +29,33 @@ _BODIES = ("Could you send me the latest numbers when you get a chance?",
            "Just checking in on the status of this.")
 _TITLES = ("Project sync", "Budget review", "Coffee catch-up", "Planning session",
            "Design review", "Team lunch")
-# A search query or an id cannot be invented blind: it would rarely match anything.
-_UNSTATABLE = re.compile(r"query|search|keyword|(^|_)id$|token|code|sku|number")
-_ADJECTIVES = ("quarterly", "weekly", "urgent", "new", "follow-up", "team", "draft", "final")
 _PLAIN = ("as discussed", "monthly settlement", "see attached", "per our agreement")
-
+# free text a user would type, by (service, parameter) or by parameter; anything else cannot
+# be invented blind ("quarterly name" is no request), so such tools are not given stated text
+_TEXTS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("docs_editor", "title"): ("Q2 planning notes", "Onboarding guide", "Vendor review summary",
+                               "Offsite agenda", "Release checklist"),
+    ("code_review", "title"): ("Fix date parsing in the invoice export",
+                               "Add retries to the payment client", "Update onboarding docs",
+                               "Speed up the search index build"),
+    ("expense_reports", "title"): ("March client visit", "Conference travel",
+                                   "Team offsite", "Customer workshop trip"),
+    ("forms", "title"): ("Team offsite survey", "Event feedback form",
+                         "Workshop registration", "Customer satisfaction survey"),
+    ("project_tracker", "title"): ("Update the onboarding checklist", "Prepare the Q2 report",
+                                   "Review vendor contracts", "Plan the team offsite"),
+    ("reviews", "title"): ("Great service, slow delivery", "Friendly staff and fair prices",
+                           "Would come again", "Not worth the wait"),
+    ("cloud_storage", "name"): ("Contracts", "Invoices 2026", "Team photos", "Board decks"),
+    ("cloud_storage", "folder"): ("Contracts", "Invoices 2026", "Shared", "Archive"),
+    ("invoices", "reason"): ("duplicate invoice", "billed in error", "order was cancelled"),
+    ("payroll", "reason"): ("quarterly performance bonus", "relocation allowance",
+                            "overtime in March"),
+    ("ride_hailing", "label"): ("Home", "Office", "Gym", "Parents"),
+    ("code_review", "repository"): ("payments-api", "web-frontend", "data-pipeline"),
+    ("code_review", "source_branch"): ("feature/invoice-export", "fix/payment-retries",
+                                       "docs/onboarding"),
+}
 _FRESH: dict[str, Callable[[World, random.Random], Any]] = {
     "PersonName": lambda w, r: r.choice(w.people[1:]).name,
     "EmailAddress": lambda w, r: r.choice(w.people[1:]).email,
@@ -134,17 +157,28 @@ def record_value(service: Service, interface: str, rng: random.Random) -> Any:
 
 
 def fresh_value(param: str, schema: dict[str, Any], world: World, rng: random.Random,
-                person: Person | None = None) -> Any:
-    """A value a user could state for ``param``, or MISSING when none can be invented.
+                person: Person | None = None, service: str = "") -> Any:
+    """A value a user could state for ``param`` of ``service``, or MISSING when none can be
+    invented.
 
     With ``person``, a name, email, phone, employer, title and city are that person's, so the
-    values stated in one request agree with each other.
+    values stated in one request agree with each other. The slot's role decides the rest: a
+    salary is a salary for the person's title and city, a fee is a fee, a restaurant is one of
+    the World's restaurants (``compoenv.magnitudes``, ``World.businesses``).
     """
     if "anyOf" in schema:
         schema = next((b for b in schema["anyOf"] if b.get("type") != "null"), schema)
     interface = schema.get("x-interface")
+    role = schema.get("x-role")
+    if interface == "OrganizationName" and role in BUSINESS_KINDS:
+        return rng.choice(world.businesses_in(role)).name  # a gym is a gym
     if person is not None and interface in _PERSONAL:
         return _PERSONAL[interface](person)
+    if interface == "Money" and role is not None:
+        amount = draw(role, rng, title=person.title if person else None,
+                      city=person.city if person else None)
+        if amount is not None:
+            return amount
     if interface in _FRESH:
         return _FRESH[interface](world, rng)
     if interface is not None:
@@ -152,13 +186,12 @@ def fresh_value(param: str, schema: dict[str, Any], world: World, rng: random.Ra
     if "enum" in schema:
         return rng.choice(schema["enum"])
     kind = schema.get("type")
-    if kind == "string" and param in _PLAIN_BY_NAME:
-        return rng.choice(_PLAIN_BY_NAME[param])
-    if kind == "string" and param in ("memo", "reason", "note", "notes", "comment"):
-        return rng.choice(_PLAIN)
-    if kind == "string" and not _UNSTATABLE.search(param):
-        # any other free text a user could type: "a short <param>" (within the length limits)
-        text = f"{rng.choice(_ADJECTIVES)} {param.replace('_', ' ')}"
+    if kind == "string":
+        choices = _TEXTS.get((service, param)) or _PLAIN_BY_NAME.get(param) or (
+            _PLAIN if param in ("memo", "note", "notes", "comment") else None)
+        if not choices:
+            return MISSING
+        text = rng.choice(choices)
         low, high = schema.get("minLength", 0), schema.get("maxLength", 200)
         return text if low <= len(text) <= high else MISSING
     if kind == "integer":
@@ -167,7 +200,7 @@ def fresh_value(param: str, schema: dict[str, Any], world: World, rng: random.Ra
     if kind == "boolean":
         return rng.random() < 0.5
     if kind == "array" and isinstance(schema.get("items"), dict):
-        item = fresh_value(param, schema["items"], world, rng, person)
+        item = fresh_value(param, schema["items"], world, rng, person, service)
         return MISSING if item is MISSING else [item]
     return MISSING
 
@@ -179,13 +212,14 @@ def fresh_arguments(spec: ToolSpec, world: World, rng: random.Random) -> dict[st
     person = rng.choice(world.people[1:])
     args = {}
     for param in spec.parameters.get("required", ()):
-        value = fresh_value(param, props.get(param, {}), world, rng, person)
+        value = fresh_value(param, props.get(param, {}), world, rng, person, spec.service)
         if value is MISSING:
             return None
         args[param] = value
     return args
 
 
-def can_state(param: str, schema: dict[str, Any], world: World) -> bool:
+def can_state(param: str, schema: dict[str, Any], world: World, service: str = "") -> bool:
     """Whether ``fresh_value`` can invent a value for this parameter (checked once per tool)."""
-    return fresh_value(param, schema, world, random.Random(0), world.people[1]) is not MISSING
+    return fresh_value(param, schema, world, random.Random(0), world.people[1],
+                       service) is not MISSING

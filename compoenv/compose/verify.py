@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from compoenv.compose.identity import call_problem
 from compoenv.compose.rubric import answer_text
 from compoenv.compose.walk import Rejected, Walk
 from compoenv.registry import Registry, RegistryError
 from compoenv.reward import Outcome, RubricResult, check_criterion, score_rubric
-from compoenv.schema import extract
+from compoenv.schema import brief, extract
 from compoenv.session import Session
 from compoenv.service import split_qualified
 from compoenv.task import Call, StateCriterion, Task
@@ -54,14 +55,14 @@ def replay(task: Task, calls: bool = True, registry: Registry | None = None) -> 
 
 
 def verify_task(task: Task, registry: Registry | None = None) -> None:
-    """Checks that need only the task: no answer is given away by the instruction, oracle
-    scores 1.0, an empty run fails every required criterion, the oracle still scores 1.0 with
+    """Checks that need only the task: no answer is given away by the instruction, every call
+    names one person per role and nobody acts on themself (``identity``), the oracle scores 1.0, an empty run fails every required criterion, the oracle still scores 1.0 with
     its optional parameters passed explicitly (at their defaults, or at values the rubric
     states), and a solution with one wrong argument scores below 1.0.
 
     Raises:
-        Rejected: with the reason (``leak``, ``no_required``, ``oracle_fails``, ``trivial``,
-            ``optional_sensitive``, ``insensitive``).
+        Rejected: with the reason (``leak``, ``no_required``, ``identity``, ``oracle_fails``,
+            ``trivial``, ``optional_sensitive``, ``insensitive``).
     """
     text = task.instruction.casefold()
     for value in task.answer:
@@ -69,8 +70,15 @@ def verify_task(task: Task, registry: Registry | None = None) -> None:
             raise Rejected("leak", f"answer {value!r} appears in the instruction")
     if not any(c.required for c in task.rubric):
         raise Rejected("no_required")
+    registry = registry or Registry.default()
+    world = World.get(task.seed, task.today())
+    for call in task.solution:  # one person per role, nobody acting on themself, ...
+        problem = call_problem(registry.spec(call.name), call.arguments, world)
+        if problem is not None:
+            raise Rejected("identity", f"{problem} in {call.name}({brief(call.arguments)})",
+                           (call.name,))
     wrong = _one_wrong_argument(task)
-    explicit = _explicit_optional(task, registry or Registry.default())
+    explicit = _explicit_optional(task, registry)
     branch_at = {i for i, _ in explicit} | ({wrong[0]} if wrong is not None else set())
     session, points = _session(task, registry), {}
     for i, call in enumerate(task.solution):

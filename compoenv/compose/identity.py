@@ -1,0 +1,69 @@
+"""One identity per value: a call's person fields name one person per role, different roles
+name different people, nobody acts on themself, and a trip goes somewhere else.
+
+The walk refuses candidate calls that break these rules (``call_problem``); verification checks
+every published solution again (``Rejected("identity", ...)``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from compoenv.roles import IDENTITY
+from compoenv.service import ToolSpec
+from compoenv.world import Person, World
+
+__all__ = ["person_of", "call_problem", "SELF_ROLES"]
+
+# roles the user may hold in a call: their own accounts, their own policies, a passenger or a
+# guest they book for themself, a patient they are
+SELF_ROLES = frozenset({"self", "policyholder", "passenger", "guest", "patient", "member",
+                        "owner", "requester", "organizer", "payer", "sender", "tenant",
+                        "driver", "author"})
+_PLACES = ("origin", "destination")
+
+
+def person_of(value: Any, world: World) -> Person | None:
+    """The World's person a name or an email refers to (phones are looked up too)."""
+    if not isinstance(value, str):
+        return None
+    return world.person_by_email(value) or world.person(value) or world.person_by_phone(value)
+
+
+def _identity_slots(spec: ToolSpec) -> list[tuple[str, str | None, str]]:
+    """(param, role, interface) of the call's top-level person fields."""
+    return [(s.path[0], s.role, s.interface) for s in spec.inputs
+            if len(s.path) == 1 and s.interface in IDENTITY]
+
+
+def call_problem(spec: ToolSpec, arguments: Mapping[str, Any], world: World) -> str | None:
+    """Why a call with these arguments could not be a real request, or None.
+
+    Returns:
+        ``mixed_identity``: one role's name and email belong to different people;
+        ``same_person``: two roles of the call are one person (she interviews herself);
+        ``self_link``: the user acts on themself where the role is someone else's;
+        ``same_place``: origin and destination are one place.
+    """
+    people: dict[str, Person] = {}  # role (or param when untagged) -> the person it names
+    for param, role, _ in _identity_slots(spec):
+        if param not in arguments:
+            continue
+        person = person_of(arguments[param], world)
+        if person is None:
+            continue
+        key = role or param.rsplit("_", 1)[0]
+        seen = people.get(key)
+        if seen is not None and seen != person:
+            return "mixed_identity"
+        people[key] = person
+        if person == world.user and (role or "") not in SELF_ROLES:
+            return "self_link"
+    if len(set(people.values())) < len(people):
+        return "same_person"
+    places = {s.role: arguments.get(s.path[0]) for s in spec.inputs
+              if len(s.path) == 1 and s.role in _PLACES and s.path[0] in arguments}
+    if len(places) == 2 and str(places["origin"]).casefold() == str(
+            places["destination"]).casefold():
+        return "same_place"
+    return None
