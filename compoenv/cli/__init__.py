@@ -48,9 +48,10 @@ def _register() -> None:
     from compoenv.cli.generate import generate
     from compoenv.cli.importing import import_
     from compoenv.cli.library import graph, services
+    from compoenv.cli.lint import lint
     from compoenv.cli.sft import sft
 
-    for command in (demo, generate, services, graph, sft, export, import_, doctor):
+    for command in (demo, generate, services, graph, sft, export, import_, doctor, lint):
         main.add_command(command)
 
 

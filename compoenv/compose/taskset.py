@@ -112,6 +112,8 @@ class TaskSetStats:
         rejections: Rejected seeds per reason (including ``duplicate``).
         rejections_by_tool: Per reason, the tools at fault most often and their counts
             (reasons that name no tool are absent; a seed may name several tools).
+        lint: The task linter's counts (``compoenv.compose.lint``): findings per rule,
+            tasks per rule, and the share of tasks with any finding.
     """
 
     tasks: int
@@ -123,6 +125,7 @@ class TaskSetStats:
     combinations: int = 0
     rejections: dict[str, int] = field(default_factory=dict)
     rejections_by_tool: dict[str, dict[str, int]] = field(default_factory=dict)
+    lint: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_tasks(cls, tasks: Iterable[Task], rejections: Mapping[str, int] | None = None,
@@ -141,6 +144,7 @@ class TaskSetStats:
             combinations=len({combination(t) for t in tasks}),
             rejections=_counts(Counter(rejections or {})),
             rejections_by_tool=_top_tools(rejections_by_tool or {}, top),
+            lint=_lint(tasks),
         )
 
     @property
@@ -150,6 +154,16 @@ class TaskSetStats:
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "attempted": self.attempted}
+
+
+def _lint(tasks: list[Task]) -> dict[str, Any]:
+    """The linter's counts for the set: ``share`` and ``flagged`` tasks, ``findings`` and
+    ``tasks_by_rule`` per rule."""
+    from compoenv.compose.lint import lint_tasks  # imported late: it loads the registry
+
+    summary = lint_tasks(tasks).summary()
+    summary.pop("tasks")
+    return summary
 
 
 def summarize(tasks: Iterable[Task], rejections: Mapping[str, int] | None = None,
