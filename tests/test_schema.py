@@ -90,7 +90,7 @@ def test_compact_schema_leaves_default_values_alone():
 def test_slots_cover_nested_entities_with_paths():
     slots = slots_of(Contact)
     assert slots[()].interface == "Contact" and slots[()].kind == "object"
-    assert slots[("email",)] == Slot("EmailAddress", ("email",), True, "string")
+    assert slots[("email",)] == Slot("EmailAddress", ("email",), True, "string", "contact")
     assert slots[("address",)].interface == "Address"
     assert slots[("address", "city")].interface == "City"
     assert ("notes",) not in slots
@@ -112,7 +112,7 @@ def test_slots_use_star_for_mapping_values():
 def test_slots_look_through_optional():
     slots = slots_of(Outer)
     assert slots[("home",)] == Slot("Address", ("home",), False, "object")
-    assert slots[("home", "city")] == Slot("City", ("home", "city"), False, "string")
+    assert slots[("home", "city")] == Slot("City", ("home", "city"), False, "string", "location")
     assert slots[("maybe", "email")].interface == "EmailAddress"
     assert slots[("maybe", "email")].required is False
 
@@ -200,3 +200,17 @@ def test_brief_never_exceeds_its_limit(value, limit):
     out = brief(value, limit)
     assert len(out) <= limit
     assert out == repr(value) or out.endswith("...")
+
+
+def test_identity_fields_take_the_role_of_their_object():
+    schema = {"type": "object", "x-role": "candidate", "properties": {
+        "name": {"type": "string", "x-interface": "PersonName"},
+        "email": {"type": "string", "x-interface": "EmailAddress", "x-role": "recipient"},
+        "city": {"type": "string", "x-interface": "City"},
+        "referees": {"type": "array", "items": {"type": "string",
+                                                "x-interface": "EmailAddress"}}}}
+    roles = {s.path: s.role for s in interface_slots(schema)}
+    assert roles[("name",)] == "candidate"            # identity: the object's role
+    assert roles[("email",)] == "recipient"           # its own role wins
+    assert roles[("city",)] is None                   # not identity: no inherited role
+    assert roles[("referees", "*")] == "candidate"
