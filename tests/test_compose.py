@@ -91,7 +91,7 @@ def test_bad_composer_config_is_rejected(kwargs):
 
 def test_rejections_are_counted_by_reason():
     composer = Composer()
-    list(composer.generate(10, seed=0))
+    list(composer.generate(40, seed=0))
     assert composer.rejections and all(isinstance(k, str) for k in composer.rejections)
 
 

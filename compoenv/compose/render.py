@@ -5,7 +5,11 @@ from __future__ import annotations
 import re
 import string
 
-from compoenv.compose.walk import Binding, Walk
+from compoenv.compose.labels import (
+    enum_words, field_label, fix_articles, plural, singular, words,
+)
+from compoenv.compose.records import Binding, Walk
+from compoenv.roles import label as role_label
 from compoenv.service import ToolSpec
 
 __all__ = ["render_instruction", "reference", "phrase", "noun", "words", "singular", "plural"]
@@ -13,40 +17,8 @@ __all__ = ["render_instruction", "reference", "phrase", "noun", "words", "singul
 _QUOTED = frozenset({"Text", "EmailSubject", None})
 _KEYS = frozenset({"FlightNumber", "BookingReference"})
 _THE_THE = re.compile(r"\bthe the\b")
-_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
-_SAME_IN_PLURAL = frozenset({"news", "series", "species", "data", "info", "media"})
-
-
-def words(name: str) -> str:
-    """``billing_email`` -> "billing email", ``WeatherReport`` -> "weather report"."""
-    return _CAMEL.sub(" ", name).replace("_", " ").lower()
-
-
-def singular(phrase_: str) -> str:
-    """The phrase with its last word made singular: "open invoices" -> "open invoice"."""
-    head, _, last = phrase_.rpartition(" ")
-    if last in _SAME_IN_PLURAL:
-        pass
-    elif last.endswith("ies") and len(last) > 4:
-        last = last[:-3] + "y"
-    elif last.endswith(("sses", "xes", "ches", "shes")):
-        last = last[:-2]
-    elif last.endswith("s") and not last.endswith(("ss", "us", "is")):
-        last = last[:-1]
-    return f"{head} {last}" if head else last
-
-
-def plural(phrase_: str) -> str:
-    """The phrase with its last word made plural: "company" -> "companies"."""
-    if phrase_.rpartition(" ")[2] in _SAME_IN_PLURAL:
-        return phrase_
-    if phrase_.endswith("y") and phrase_[-2:-1] not in tuple("aeiou"):
-        return phrase_[:-1] + "ies"
-    if phrase_.endswith("is"):  # analysis -> analyses
-        return phrase_[:-2] + "es"
-    if phrase_.endswith(("s", "x", "ch", "sh")):
-        return phrase_ + "es"
-    return phrase_ + "s"
+# a unit written after a placeholder reads twice once the value is a reference
+_UNIT_AFTER = re.compile(r"\{(\w+)\}(-| )(minutes?|nights?|days?|hours?)\b")
 
 
 def _root(spec: ToolSpec, path: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
@@ -58,23 +30,26 @@ def _root(spec: ToolSpec, path: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
                 best = slot
     if best is None:  # "find_real_estate_agents" -> "real estate agent"
         return singular(words(spec.name.split("_", 1)[-1])), path
+    if best.role is not None and best.interface in ("Contact", "Profile"):
+        return role_label(best.role), path[len(best.path):]
     return words(best.interface), path[len(best.path):]
 
 
 def reference(spec: ToolSpec, path: tuple[str, ...], interface: str | None) -> str:
     """How the instruction names a value found by an earlier step: "the contact's email"."""
     path = tuple("*" if p[:1] == "#" else p for p in path)  # a picked item reads as its kind
-    noun, rest = _root(spec, path)
-    field = [words(p) for p in rest if p != "*"]
-    if not field:
+    noun_, rest = _root(spec, path)
+    if not [p for p in rest if p != "*"]:
         return f"that {words(interface or 'result')}"
-    return f"the {noun}'s {' '.join(field)}"
+    return f"the {noun_}'s {field_label(spec.returns, path, noun_)}"
 
 
-def _show(binding: Binding) -> str:
+def _show(binding: Binding, schema: dict | None = None) -> str:
     value = binding.value
     if isinstance(value, list):
         return ", ".join(str(v) for v in value)
+    if schema is not None and "enum" in schema:
+        return enum_words(value, schema)  # a plan called "class_pack" reads "class pack"
     if isinstance(value, str) and binding.interface in _QUOTED:
         return f'"{value}"'
     return str(value)
@@ -92,12 +67,16 @@ def phrase(spec: ToolSpec, walk: Walk, bindings: list[Binding]) -> str:
     for b in bindings:  # "cancel event {event_id}" -> "cancel that event"
         if _identifies(b):
             template = re.sub(r"\b(\w+) \{%s\}" % re.escape(b.param), r"that \1", template)
+    carried = {b.param for b in bindings if b.source is not None}
+    template = _UNIT_AFTER.sub(lambda m: "{%s}" % m.group(1) if m.group(1) in carried
+                               else m.group(0), template)
     fields = {name for _, name, _, _ in string.Formatter().parse(template) if name}
     values: dict[str, str] = {}
     extras = []
+    props = spec.parameters.get("properties", {})
     for b in bindings:
         if b.source is None:
-            shown = _show(b)
+            shown = _show(b, _plain_schema(props.get(b.param)))
         else:
             producer = walk.steps[b.source].spec
             shown = reference(producer, b.path, b.interface)
@@ -107,8 +86,15 @@ def phrase(spec: ToolSpec, walk: Walk, bindings: list[Binding]) -> str:
             extras.append(f"{words(b.param)} {shown}")
     for name in fields - values.keys():
         values[name] = "the default"
-    text = _THE_THE.sub("the", template.format(**values))
+    text = fix_articles(_THE_THE.sub("the", template.format(**values)))
     return text + (f" ({'; '.join(extras)})" if extras else "")
+
+
+def _plain_schema(schema: dict | None) -> dict | None:
+    """The non-null branch of an optional parameter's schema."""
+    if schema and "anyOf" in schema:
+        return next((b for b in schema["anyOf"] if b.get("type") != "null"), schema)
+    return schema
 
 
 def noun(spec: ToolSpec) -> str:

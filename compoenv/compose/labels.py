@@ -1,0 +1,135 @@
+"""Plain English for composed requests: labels for fields, nouns for results, plurals and
+articles (``inflect``), enum values as words.
+
+A field is named by, in order: its schema's ``x-label``; the curated ``FIELD_LABELS``; its
+words, with the owner's noun dropped where it repeats ("the restaurant's restaurant name" is
+"the restaurant's name") and units dropped ("duration minutes" is "duration").
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+import inflect
+
+__all__ = ["FIELD_LABELS", "field_label", "plural", "singular", "with_article", "words",
+           "enum_words", "fix_articles"]
+
+_ENGINE = inflect.engine()
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+_UNCOUNTED = frozenset({"news", "data", "media", "info", "information", "software", "series",
+                        "species", "feedback", "advice", "equipment", "weather"})
+_UNITS = ("minutes", "minute", "km", "kg", "percent", "pct", "usd", "eur", "count", "num")
+
+# field name -> how a person says it after "the <owner>'s"
+FIELD_LABELS: dict[str, str] = {
+    "applied_on": "application date", "created": "creation date", "created_at": "creation time",
+    "modified": "last modified time", "updated": "last update", "updated_at": "last update",
+    "due": "due date", "expires": "expiry date", "since": "start date", "placed": "order date",
+    "member_since": "membership start date", "customer_since": "customer start date",
+    "sent_at": "sending time", "posted_at": "posting time", "posted": "posting date",
+    "published": "publication date", "submitted_on": "submission date",
+    "submitted_at": "submission time", "logged_on": "log date", "logged_at": "log time",
+    "last_edited": "last edit", "edited_at": "last edit", "last_commit": "last commit time",
+    "last_active": "last activity", "last_sold_on": "last sale date",
+    "listed_on": "listing date", "connected_on": "connection date", "visited": "visit date",
+    "joined": "joining date", "added": "date added", "start": "start time", "end": "end time",
+    "at": "time", "as_of": "date", "until": "end date", "valid_until": "expiry date",
+    "duration_minutes": "duration", "nights": "number of nights", "stock": "stock level",
+    "seats_left": "seats left", "rooms_left": "rooms left", "rating": "rating",
+    "counterparty": "counterparty", "counterparty_email": "counterparty's email",
+    "billing_email": "billing email", "ship_to": "shipping address", "origin_city": "origin",
+    "destination_city": "destination", "high": "high temperature", "low": "low temperature",
+    "precipitation_chance": "chance of rain", "nightly_rate": "nightly rate",
+    "is_active": "active status", "ytd_gross": "year-to-date gross pay",
+    "ytd_withheld": "year-to-date tax withheld", "ev_charging": "EV charging",
+}
+
+
+def words(name: str) -> str:
+    """``billing_email`` -> "billing email", ``WeatherReport`` -> "weather report"."""
+    return _CAMEL.sub(" ", name).replace("_", " ").lower()
+
+
+def plural(phrase: str) -> str:
+    """The phrase with its last word made plural ("company" -> "companies")."""
+    head, _, last = phrase.rpartition(" ")
+    if last.lower() in _UNCOUNTED:
+        return phrase
+    return f"{head} {_ENGINE.plural_noun(last)}" if head else _ENGINE.plural_noun(last)
+
+
+def singular(phrase: str) -> str:
+    """The phrase with its last word made singular ("open invoices" -> "open invoice")."""
+    head, _, last = phrase.rpartition(" ")
+    if last.lower() in _UNCOUNTED or last.endswith(("is", "us", "ss")):
+        return phrase  # "analysis", "status", "class" are one already
+    one = _ENGINE.singular_noun(last) or last
+    return f"{head} {one}" if head else one
+
+
+def with_article(phrase: str) -> str:
+    """"a"/"an" and the phrase ("an hourly rate", "a user")."""
+    return _ENGINE.a(phrase)
+
+
+_A_AN = re.compile(r"\b([Aa]n?) (\w+)")
+
+
+def fix_articles(text: str) -> str:
+    """Every "a"/"an" agreeing with the word after it ("a Engineer" -> "an Engineer")."""
+    def agree(match: re.Match[str]) -> str:
+        article = _ENGINE.a(match.group(2)).split(" ", 1)[0]
+        if match.group(1)[0].isupper():
+            article = article.capitalize()
+        return f"{article} {match.group(2)}"
+    return _A_AN.sub(agree, text)
+
+
+def _schema_at(schema: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any] | None:
+    node: Any = schema
+    for key in path:
+        if not isinstance(node, dict):
+            return None
+        for alt in node.get("anyOf") or node.get("oneOf") or ():
+            if isinstance(alt, dict) and alt.get("type") != "null":
+                node = alt
+                break
+        if key == "*":
+            node = node.get("items") or node.get("additionalProperties")
+        else:
+            node = (node.get("properties") or {}).get(key)
+    return node if isinstance(node, dict) else None
+
+
+def field_label(schema: dict[str, Any], path: tuple[str, ...], owner: str = "") -> str:
+    """How a person names the field at ``path`` of ``schema`` after "the <owner>'s"."""
+    field = next((p for p in reversed(path) if p != "*" and p[:1] != "#"), "")
+    node = _schema_at(schema, tuple("*" if p[:1] == "#" else p for p in path))
+    if node is not None and isinstance(node.get("x-label"), str):
+        return node["x-label"]
+    if field in FIELD_LABELS:
+        return FIELD_LABELS[field]
+    return _plain(field, owner)
+
+
+@lru_cache(maxsize=4096)
+def _plain(field: str, owner: str) -> str:
+    parts = words(field).split()
+    while len(parts) > 1 and parts[-1] in _UNITS:
+        parts.pop()  # "duration minutes" -> "duration"
+    owner_words = owner.split()
+    if owner_words and len(parts) > len(owner_words) and parts[:len(owner_words)] == owner_words:
+        parts = parts[len(owner_words):]  # "restaurant name" of a restaurant -> "name"
+    return " ".join(parts)
+
+
+def enum_words(value: Any, schema: dict[str, Any] | None) -> str:
+    """An enum value as words: its ``x-enum-labels`` entry, else its words ("off_peak" ->
+    "off peak")."""
+    labels = (schema or {}).get("x-enum-labels") or {}
+    if isinstance(labels, dict) and str(value) in labels:
+        return str(labels[str(value)])
+    return str(value).replace("_", " ")
