@@ -14,6 +14,8 @@ from typing import Any
 
 import inflect
 
+from compoenv.roles import ROLES
+
 __all__ = ["FIELD_LABELS", "field_label", "plural", "singular", "with_article", "words",
            "enum_words", "fix_articles"]
 
@@ -123,7 +125,13 @@ def _plain(field: str, owner: str) -> str:
     owner_words = owner.split()
     if owner_words and len(parts) > len(owner_words) and parts[:len(owner_words)] == owner_words:
         parts = parts[len(owner_words):]  # "restaurant name" of a restaurant -> "name"
+    if len(parts) >= 2 and parts[-1] in _PERSONAL and parts[-2] in _PERSON_ROLES:
+        parts[-2] += "'s"  # "the interview's candidate's email"
     return " ".join(parts)
+
+
+_PERSONAL = frozenset({"email", "phone", "name"})
+_PERSON_ROLES = frozenset(r for r in ROLES["person"]) | {"customer", "manager", "owner"}
 
 
 def enum_words(value: Any, schema: dict[str, Any] | None) -> str:

@@ -16,6 +16,7 @@ from compoenv.compose.records import Binding, Rejected, Segment, Value
 from compoenv.compose.steps import bind
 from compoenv.compose.walk import Walker
 from compoenv.graph import Edge
+from compoenv.roles import IDENTITY
 from compoenv.schema import Slot, extract
 from compoenv.service import ToolSpec
 from compoenv.world import World
@@ -52,12 +53,25 @@ def fan_edges(graph: Any, spec: ToolSpec) -> list[Edge]:
     return graph.memo(("fan", spec.qualified_name), lambda: _fan_edges(graph, spec))
 
 
+def _acts_on(interface: str) -> bool:
+    """Whether a value names the thing or person an action is about (an id, a person), not
+    one of its attributes (a date, a city, an amount): for each item, do something *to* it."""
+    return interface in IDENTITY or interface.endswith("Id") or interface in _KEYS
+
+
+_KEYS = frozenset({"FlightNumber", "BookingReference", "TrackingNumber"})
+
+
 def _fan_edges(graph: Any, spec: ToolSpec) -> list[Edge]:
+    """Writes that make sense once per item: they act on the item itself or on its person
+    (email each attendee, pay each invoice), never on an attribute (log a workout on each pay
+    stub's date)."""
     item = {s.interface for s in spec.outputs if s.path[:1] == ("*",) and len(s.path) == 2}
     edges = []
     for edge in graph.out_edges(spec.qualified_name):
         target = graph.specs[edge.target]
-        if edge.path[:1] != ("*",) or "*" in edge.path[1:] or target.read_only:
+        if (edge.path[:1] != ("*",) or "*" in edge.path[1:] or target.read_only
+                or not _acts_on(edge.interface)):
             continue
         needs = {s.interface for s in target.inputs
                  if s.required and len(s.path) == 1 and s.path[0] != edge.param}
@@ -219,7 +233,7 @@ def branch(walker: Walker) -> None:
     rng.shuffle(numbers)
     for value in numbers[:4]:
         source = walker.walk.steps[value.step].spec.service
-        writes = _writes_avoiding(walker, source)
+        writes = _writes_avoiding(walker, source, value.step)
         if len(writes) < 2:
             continue
         then_side, else_side = writes[0], writes[1]
@@ -248,14 +262,16 @@ def _is_write(spec: ToolSpec) -> bool:
     return not spec.read_only
 
 
-def _writes_avoiding(walker: Walker, service: str) -> list[tuple[ToolSpec, list[Binding]]]:
-    """Two bindable writes in services other than ``service``, fed by the walk's values."""
+def _writes_avoiding(walker: Walker, service: str,
+                     about: int) -> list[tuple[ToolSpec, list[Binding]]]:
+    """Two bindable writes in services other than ``service`` that both act on what step
+    ``about`` found (its id or its person): two ways of handling the one entity whose number
+    decides between them."""
     found: list[tuple[ToolSpec, list[Binding]]] = []
     seen: set[str] = set()
     specs = walker.graph.specs
-    candidates = [(e, v) for source in range(len(walker.walk.steps))
-                  for e, v in walker._options(source, _is_write)
-                  if e.target_service != service]
+    candidates = [(e, v) for e, v in walker._options(about, _is_write)
+                  if e.target_service != service and _acts_on(e.interface)]
     for edge, value in _in_random_order(candidates, walker.rng):
         spec = specs[edge.target]
         if edge.target in seen:

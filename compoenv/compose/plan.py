@@ -45,7 +45,7 @@ def choose_plan(rng: random.Random, motifs: tuple[str, ...], min_hops: int,
     shape = rng.choices(shapes, [_WEIGHTS[s] for s in shapes])[0]
     # a fan-out ends its walk: what its writes returned cannot be told apart ("the payment's
     # amount" after one payment per item), so nothing after them may use it
-    constraint = ("cross-service-constraint" in motifs and rng.random() < 0.6
+    constraint = ("cross-service-constraint" in motifs and rng.random() < 0.85
                   and max_hops >= 2 and shape != "fan-out")
     return Plan(
         shape=shape, hops=rng.randint(min_hops, max_hops),

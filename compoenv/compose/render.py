@@ -29,10 +29,22 @@ def _root(spec: ToolSpec, path: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
             if best is None or len(slot.path) < len(best.path):
                 best = slot
     if best is None:  # "find_real_estate_agents" -> "real estate agent"
-        return singular(words(spec.name.split("_", 1)[-1])), path
+        return _tool_noun(spec.name), path
     if best.role is not None and best.interface in ("Contact", "Profile"):
         return role_label(best.role), path[len(best.path):]
     return words(best.interface), path[len(best.path):]
+
+
+_PREPOSITIONS = frozenset({"by", "with", "for", "in", "of", "from", "to", "on", "at", "near",
+                           "about", "between", "after", "before"})
+
+
+def _tool_noun(name: str) -> str:
+    """What a tool's result is, from its name: ``search_reviews_by_reviewer`` -> "review",
+    ``list_transactions_with`` -> "transaction", ``get_fare_estimate`` -> "fare estimate"."""
+    parts = name.split("_")[1:] or name.split("_")
+    cut = next((i for i, w in enumerate(parts) if w in _PREPOSITIONS), len(parts))
+    return singular(" ".join(parts[:cut] or parts))
 
 
 def reference(spec: ToolSpec, path: tuple[str, ...], interface: str | None) -> str:
