@@ -7,6 +7,7 @@ every published solution again (``Rejected("identity", ...)``).
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
 from compoenv.roles import IDENTITY
@@ -43,7 +44,8 @@ def call_problem(spec: ToolSpec, arguments: Mapping[str, Any], world: World) -> 
         ``mixed_identity``: one role's name and email belong to different people;
         ``same_person``: two roles of the call are one person (she interviews herself);
         ``self_link``: the user acts on themself where the role is someone else's;
-        ``same_place``: origin and destination are one place.
+        ``same_place``: origin and destination (or pickup and drop-off, the two ends of a
+        range) are one place.
     """
     people: dict[str, Person] = {}  # role (or param when untagged) -> the person it names
     for param, role, _ in _identity_slots(spec):
@@ -66,4 +68,15 @@ def call_problem(spec: ToolSpec, arguments: Mapping[str, Any], world: World) -> 
     if len(places) == 2 and str(places["origin"]).casefold() == str(
             places["destination"]).casefold():
         return "same_place"
+    for start, end in _ENDPOINTS:  # a ride from an address to itself, a range of one value
+        a = next((v for k, v in arguments.items() if start.search(k)), None)
+        b = next((v for k, v in arguments.items() if end.search(k)), None)
+        if a is not None and b is not None and str(a).casefold() == str(b).casefold():
+            return "same_place"
     return None
+
+
+_ENDPOINTS = tuple((re.compile(a), re.compile(b)) for a, b in (
+    (r"^(origin|pickup|from|source)(_|$)", r"^(destination|dropoff|to|target)(_|$)"),
+    (r"(^|_)from(_date)?$", r"(^|_)(to|until)(_date)?$"),
+))

@@ -45,7 +45,7 @@ FIELD_LABELS: dict[str, str] = {
     "billing_email": "billing email", "ship_to": "shipping address", "origin_city": "origin",
     "destination_city": "destination", "high": "high temperature", "low": "low temperature",
     "precipitation_chance": "chance of rain", "nightly_rate": "nightly rate",
-    "is_active": "active status", "ytd_gross": "year-to-date gross pay",
+    "is_active": "active status", "to": "recipient", "tax_due": "amount due", "ytd_gross": "year-to-date gross pay",
     "ytd_withheld": "year-to-date tax withheld", "ev_charging": "EV charging",
 }
 
@@ -125,6 +125,8 @@ def _plain(field: str, owner: str) -> str:
     owner_words = owner.split()
     if owner_words and len(parts) > len(owner_words) and parts[:len(owner_words)] == owner_words:
         parts = parts[len(owner_words):]  # "restaurant name" of a restaurant -> "name"
+    elif owner_words and len(parts) > 1 and parts[0] == owner_words[-1]:
+        parts = parts[1:]  # "profile url" of a reviewer profile -> "url"
     if len(parts) >= 2 and parts[-1] in _PERSONAL and parts[-2] in _PERSON_ROLES:
         parts[-2] += "'s"  # "the interview's candidate's email"
     return " ".join(parts)

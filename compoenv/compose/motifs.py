@@ -10,7 +10,8 @@ import itertools
 import math
 from typing import Any, Callable, Iterator
 
-from compoenv.compose.render import noun, phrase, plural, reference, words
+from compoenv.compose.labels import field_label
+from compoenv.compose.render import noun, phrase, plural, reference
 from compoenv.compose.values import can_state
 from compoenv.compose.records import Binding, Rejected, Segment, Value
 from compoenv.compose.steps import bind
@@ -122,7 +123,7 @@ def aggregate(walker: Walker, index: int, report: bool) -> None:
         if any(len(v) != 1 or v[0] is None for v in values):
             continue
         flat = [v[0] for v in values]
-        field = words(slot.path[-1])
+        field = field_label(step.spec.returns, slot.path, kind)
         if op == "sum":
             total = round(sum(flat), 2)
             _report(walker, index, total, slot.interface, f"Tell me the total {field} of those "
