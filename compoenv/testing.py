@@ -9,7 +9,7 @@ from compoenv.service import Service
 from compoenv.world import World
 
 __all__ = ["ServiceCheckError", "check_service", "check_phrases", "check_interfaces",
-           "check_seeding", "check_descriptions", "call_ok", "call_error"]
+           "check_seeding", "check_descriptions", "check_roles", "call_ok", "call_error"]
 
 
 class ServiceCheckError(AssertionError):
@@ -69,6 +69,23 @@ def check_interfaces(cls: type[Service], free_text: Iterable[str] = ()) -> None:
         _fail(f"{cls.name}: free_text lists parameters that do not exist: {sorted(exempt)}")
 
 
+def check_roles(cls: type[Service]) -> None:
+    """Every person, organisation, money, city and date parameter says what it is in this
+    service (``x-role``): the graph joins those interfaces only where roles fit, so an
+    untagged one is never fed."""
+    from compoenv.roles import ROLE_INTERFACES, ROLES
+
+    for spec in cls.tool_specs().values():
+        for slot in spec.inputs:
+            kind = ROLE_INTERFACES.get(slot.interface)
+            if kind and slot.role is None:
+                where = ".".join(slot.path)
+                examples = ", ".join(ROLES[kind][:4])
+                _fail(f"{spec.qualified_name}: parameter {where!r} ({slot.interface}) has no "
+                      f"role; annotate it, e.g. Annotated[{slot.interface}, Role(...)] with a "
+                      f"{kind} role such as {examples} (compoenv.roles)")
+
+
 def check_seeding(cls: type[Service], seeds: tuple[int, int] = (0, 1)) -> None:
     """Same seed, same state digest; different seeds, different states (unless stateless)."""
     a, b = seeds
@@ -85,6 +102,7 @@ def check_service(cls: type[Service], free_text: Iterable[str] = ()) -> None:
     check_descriptions(cls)
     check_phrases(cls)
     check_interfaces(cls, free_text)
+    check_roles(cls)
     check_seeding(cls)
 
 

@@ -151,7 +151,8 @@ def test_openapi_clashes_31_types_recursion_and_max_tools():
     props = tool["parameters"]["properties"]
     assert list(props) == ["id", "note", "body_id", "body_note", "price"]  # clashes prefixed
     assert props["note"] == {"type": "string"}
-    assert props["price"] == {"type": "number", "minimum": 0, "x-interface": "Money"}
+    assert props["price"] == {"type": "number", "minimum": 0, "x-interface": "Money",
+                              "x-role": "price"}  # the role read from the name
     assert tool["parameters"]["required"] == ["id", "body_id", "body_note"]
     assert spec["tools"][1]["returns"]["properties"]["kids"]["items"] == {"type": "object"}
     assert warnings[0] == "5 operations; only the first 3 imported"

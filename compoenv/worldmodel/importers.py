@@ -16,6 +16,7 @@ from itertools import accumulate
 from typing import Any
 from urllib.parse import unquote
 
+from compoenv.roles import infer_role
 from compoenv.worldmodel.spec import SpecError, validate_spec
 
 __all__ = ["from_openapi", "openapi_spec", "from_mcp", "mcp_spec", "snake", "infer_interface"]
@@ -170,6 +171,8 @@ class _Converter:
         elif "enum" not in out and "const" not in out:
             interface = infer_interface(name, kind, node.get("format"), hint)
             out.update({"x-interface": interface} if interface else {})
+            role = infer_role(interface, name, None) if interface else None
+            out.update({"x-role": role} if role else {})  # a guess from the name's words
         return out
 
     def _skip(self, warning: str, result: Any = None) -> Any:
