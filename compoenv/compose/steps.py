@@ -4,6 +4,7 @@ call's arguments are bound (carried from earlier steps, or stated by the user)."
 from __future__ import annotations
 
 import random
+import re
 from typing import Any, Callable, Mapping
 
 from compoenv.compose.identity import call_problem, person_of
@@ -156,9 +157,33 @@ def bind(spec: ToolSpec, edge: Edge, value: Value, available: list[Value],
         if stated is MISSING:
             return None
         bindings.append(Binding(param, stated))
+    bindings = in_order(bindings)
     if call_problem(spec, {b.param: b.value for b in bindings}, world) is not None:
         return None
     return bindings
+
+
+_RANGES = tuple((re.compile(a), re.compile(b)) for a, b in (
+    (r"(^|_)(from|start|since|pickup|check_in|period_start)(_|$)",
+     r"(^|_)(to|end|until|return|check_out|period_end)(_|$)"),
+))
+
+
+def in_order(bindings: list[Binding]) -> list[Binding]:
+    """Stated range ends in order: a user asks for 2026-03-19 to 2026-03-25, not backwards."""
+    stated = {b.param: i for i, b in enumerate(bindings) if b.source is None
+              and isinstance(b.value, str) and _DATE.match(b.value)}
+    for start, end in _RANGES:
+        a = next((i for p, i in stated.items() if start.search(p)), None)
+        z = next((i for p, i in stated.items() if end.search(p)), None)
+        if a is not None and z is not None and bindings[a].value > bindings[z].value:
+            first, last = bindings[a], bindings[z]
+            bindings[a] = Binding(first.param, last.value, interface=first.interface)
+            bindings[z] = Binding(last.param, first.value, interface=last.interface)
+    return bindings
+
+
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 
 
 _TEAM = frozenset({"colleague", "employee", "manager", "hiring_manager", "interviewer",
