@@ -8,11 +8,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MAX_ACTION_CHARS", "MAX_JSON_DEPTH", "FORMATS", "ToolCall", "CallError", "ParsedAction",
-           "parse_action", "render_calls", "to_openai_tool_calls"]
+__all__ = ["MAX_ACTION_CHARS", "MAX_JSON_DEPTH", "MAX_CALLS_PER_ACTION", "MAX_ARGUMENT_CHARS",
+           "MAX_RESULT_CHARS", "MAX_NAME_CHARS", "FORMATS", "ToolCall", "CallError",
+           "ParsedAction", "parse_action", "render_calls", "to_openai_tool_calls"]
 
-MAX_ACTION_CHARS = 1 << 20
+MAX_ACTION_CHARS = 1 << 20  # one action's text (or, from Python, its data as JSON)
 MAX_JSON_DEPTH = 64
+# The per-action budget, so that no action can stall a step or flood an observation:
+MAX_CALLS_PER_ACTION = 32   # calls read and run; later ones share one 422 envelope, unrun
+MAX_ARGUMENT_CHARS = 1 << 16  # all calls' arguments, as compact JSON; a call that does not fit
+                              # in what is left is answered 422 and not run
+MAX_RESULT_CHARS = 1 << 15  # one call's output as the agent reads it (less when many calls
+                            # share the observation, spaces.tool_output_limit)
+MAX_NAME_CHARS = 200        # a tool name or call id
 FORMATS = ("hermes", "qwen3_coder", "json", "openai")
 
 # Tag lengths appear as literals on the hot path: <tool_call> 11, </tool_call> 12,
@@ -41,7 +49,17 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON (use null or a finite number)")
 
 
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+def _finite(text: str) -> float:
+    value = float(text)
+    if value - value != 0.0:  # inf: 1e999 overflows to infinity, which JSON cannot carry
+        raise ValueError(f"{text[:40]} is out of range for a JSON number")
+    return value
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite)
+# Python actions become JSON data by a round trip through this encoder: sets, bytes, objects,
+# NaN, circular containers and integers over json's digit limit make it raise
+_STRICT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _Schemas = Mapping[str, Mapping[str, Any]] | None
 _JSON_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string", dict: "object",
                list: "array", type(None): "null"}
@@ -71,12 +89,14 @@ class CallError:
         raw: The offending text, truncated to 200 characters.
         id: The given openai id, else ``call_<i>`` by position in the action.
         name: The tool name, if it could be recovered.
+        code: The error envelope's code: 400 unreadable, 422 over the per-action budget.
     """
 
     message: str
     raw: str
     id: str
     name: str | None = None
+    code: int = 400
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,17 +131,94 @@ def parse_action(action: str | Mapping[str, Any] | Sequence[Mapping[str, Any]],
             parameter values and lets a bare ``{"name": ...}`` count as a call.
 
     Returns:
-        The ParsedAction; calls that could not be parsed are CallError entries in ``calls``.
+        The ParsedAction; calls that could not be parsed are CallError entries in ``calls``,
+        and so are calls over the per-action budget (``MAX_CALLS_PER_ACTION`` calls, their
+        arguments ``MAX_ARGUMENT_CHARS`` characters together; code 422). A Python action is
+        JSON data or an error: its calls' arguments are plain copies.
     """
     if isinstance(action, str):
-        return _parse_text(action, schemas)
-    if isinstance(action, Mapping):
-        return _parse_message(action, schemas)
-    if isinstance(action, Sequence) and not isinstance(action, (bytes, bytearray)):
-        return _parse_openai_list(action, "")
-    message = (f"unsupported action type {type(action).__name__}: expected str (model output), "
-               f"an assistant message dict, or a list of tool-call dicts like {_OPENAI_EXAMPLE}")
-    return ParsedAction("", (_error(message, None, 0, None, action),), None)
+        # an action this short cannot hold more arguments than the budget (JSON re-encoding
+        # at most sextuples a character: a control character becomes \u0001)
+        return _budgeted(_parse_text(action, schemas), len(action) * 6 > MAX_ARGUMENT_CHARS)
+    try:
+        return _budgeted(_parse_data(action, schemas))
+    except Exception as exc:  # an agent-built object that breaks when read (a broken Mapping)
+        message = (f"the action could not be read ({type(exc).__name__}: "
+                   f"{_quote(str(exc))}): send text, or JSON data such as {_OPENAI_EXAMPLE}")
+        return ParsedAction("", (_error(message, None, 0),), None)
+
+
+def _parse_data(action: Any, schemas: _Schemas) -> ParsedAction:
+    if not isinstance(action, (Mapping, Sequence)) or isinstance(action, (str, bytes,
+                                                                          bytearray)):
+        message = (f"unsupported action type {type(action).__name__}: expected str (model "
+                   f"output), an assistant message dict, or a list of tool-call dicts like "
+                   f"{_OPENAI_EXAMPLE}")
+        return ParsedAction("", (_error(message, None, 0, None, action),), None)
+    plain, problem = _as_json(action, "the action")
+    if problem is None:
+        if isinstance(plain, dict):
+            return _parse_message(plain, schemas)
+        return _parse_openai_list(plain, "")
+    # not JSON data as a whole: read it call by call, so the calls that are data still run
+    calls = action.get("tool_calls") if isinstance(action, Mapping) else action
+    if isinstance(action, Mapping) and isinstance(calls, Sequence) and calls \
+            and not isinstance(calls, (str, bytes, bytearray)):
+        content, problem = _as_json(_content_text(action.get("content")), "the content")
+        return _parse_openai_list(calls, content if problem is None else "", checked=False)
+    if not isinstance(action, Mapping) and action:
+        return _parse_openai_list(action, "", checked=False)
+    return ParsedAction("", (_error(problem, None, 0, None, action),), None)
+
+
+def _as_json(value: Any, what: str) -> tuple[Any, str | None]:
+    """``value`` as plain JSON data (a copy), or what keeps it from being JSON data."""
+    try:
+        text = _STRICT.encode(value)
+    except (TypeError, ValueError, RecursionError) as exc:
+        return None, (f"{what} is not JSON data ({type(exc).__name__}: {_quote(str(exc))}): "
+                      f"send only objects with string keys, arrays, strings, finite numbers, "
+                      f"true, false and null")
+    if len(text) > MAX_ACTION_CHARS:
+        return None, (f"{what} is {len(text):,} characters as JSON, over the limit of "
+                      f"{MAX_ACTION_CHARS:,} (MAX_ACTION_CHARS); send shorter calls")
+    return _loads(text, f"in {what}")
+
+
+def _budgeted(parsed: ParsedAction, measure: bool = True) -> ParsedAction:
+    """Calls whose arguments do not fit in what is left of ``MAX_ARGUMENT_CHARS`` (or whose
+    name is too long) become CallErrors, and are not run; the calls that fit still run.
+    ``measure=False``: the arguments are known to fit, only names are checked."""
+    left, calls, changed = MAX_ARGUMENT_CHARS, [], False
+    for call in parsed.calls:
+        if isinstance(call, ToolCall):
+            problem = None
+            if len(call.name) > MAX_NAME_CHARS:
+                problem = _error(f"tool name is {len(call.name):,} characters, over the limit "
+                                 f"of {MAX_NAME_CHARS} (MAX_NAME_CHARS); expected a name like "
+                                 f'"service__tool"', call.name, call.id)
+            elif measure:
+                text = _STRICT.encode(call.arguments)
+                if len(text) > left:
+                    problem = _error(
+                        f"call to {call.name!r} was not run: its arguments are {len(text):,} "
+                        f"characters as JSON and {left:,} of this action's {MAX_ARGUMENT_CHARS:,} "
+                        f"(MAX_ARGUMENT_CHARS) are left; send shorter arguments, or spread the "
+                        f"calls over several actions", text, call.id, call.name, code=422)
+                else:
+                    left -= len(text)
+            if problem is not None:
+                call, changed = problem, True
+        calls.append(call)
+    return ParsedAction(parsed.content, tuple(calls), parsed.format) if changed else parsed
+
+
+def _too_many(rest: str, index: int, more: int) -> CallError:
+    """The one envelope that answers every call after the first ``MAX_CALLS_PER_ACTION``."""
+    message = (f"this action holds more than {MAX_CALLS_PER_ACTION} tool calls, the most one "
+               f"action may make (MAX_CALLS_PER_ACTION): the first {MAX_CALLS_PER_ACTION} were "
+               f"read, the {more:,} after them were not run; send them in later actions")
+    return _error(message, rest, index, code=422)
 
 
 def render_calls(calls: Sequence[ToolCall], fmt: str = "hermes", content: str = "") -> str:
@@ -188,6 +285,14 @@ def _parse_tags(text: str, schemas: _Schemas) -> ParsedAction:
     pos = 0
     next_tc, next_fn = text.find(_TC_OPEN), text.find(_FN_OPEN)
     while next_tc != -1 or next_fn != -1:
+        if len(calls) >= MAX_CALLS_PER_ACTION:  # the rest is counted, not read
+            start = min(i for i in (next_tc, next_fn) if i != -1)
+            outside.append(text[pos:start])
+            rest = text[start:]
+            calls.append(_too_many(rest, len(calls), max(rest.count(_TC_OPEN),
+                                                         rest.count(_FN_OPEN))))
+            pos = len(text)
+            break
         if next_fn == -1 or 0 <= next_tc < next_fn:  # <tool_call> ... </tool_call>
             outside.append(text[pos:next_tc])
             close = text.find(_TC_CLOSE, next_tc + 11)
@@ -235,6 +340,9 @@ def _unterminated(tag: str, closer: str, tail: str, index: int) -> CallError:
 def _parse_qwen_block(text: str, calls: list[ToolCall | CallError], schemas: _Schemas) -> None:
     pos = 0
     while (start := text.find(_FN_OPEN, pos)) != -1:
+        if len(calls) >= MAX_CALLS_PER_ACTION:
+            calls.append(_too_many(text[start:], len(calls), text.count(_FN_OPEN, start)))
+            return
         end = text.find(_FN_CLOSE, start)
         end = len(text) if end == -1 else end  # </function> is optional inside a closed block
         calls.append(_parse_function(text, start, end, len(calls), schemas))
@@ -342,8 +450,12 @@ def _parse_bare_json(stripped: str, schemas: _Schemas, has_tags: bool) -> Parsed
     first = items[0]
     openai = isinstance(first, dict) and "name" not in first and "function" in first
     fmt = "openai" if openai else "json"
-    return ParsedAction("", tuple(_call_from_obj(item, i, "in the JSON action", None, text)
-                                  for i, item in enumerate(items)), fmt)
+    calls = [_call_from_obj(item, i, "in the JSON action", None, text)
+             for i, item in enumerate(items[:MAX_CALLS_PER_ACTION])]
+    if len(items) > MAX_CALLS_PER_ACTION:
+        calls.append(_too_many(_safe_repr(items[MAX_CALLS_PER_ACTION])[:200], len(calls),
+                               len(items) - MAX_CALLS_PER_ACTION))
+    return ParsedAction("", tuple(calls), fmt)
 
 
 def _is_callish(item: Any, schemas: _Schemas) -> bool:
@@ -475,14 +587,24 @@ def _parse_message(msg: Mapping[Any, Any], schemas: _Schemas) -> ParsedAction:
     return ParsedAction("", (_error(message, None, 0, None, msg),), None)
 
 
-def _parse_openai_list(items: Sequence[Any], content: str) -> ParsedAction:
-    calls = tuple(_openai_call(item, i) for i, item in enumerate(items))
-    return ParsedAction(content, calls, "openai" if calls else None)
+def _parse_openai_list(items: Sequence[Any], content: str,
+                       checked: bool = True) -> ParsedAction:
+    """Calls from a list of tool-call objects; ``checked``: the list is plain JSON data
+    already, else each item is made so (or becomes a CallError) first."""
+    n = min(len(items), MAX_CALLS_PER_ACTION)
+    calls = [_openai_call(items[i], i, checked) for i in range(n)]
+    if len(items) > n:
+        calls.append(_too_many(_safe_repr(items[n])[:200], n, len(items) - n))
+    return ParsedAction(content, tuple(calls), "openai" if calls else None)
 
 
-def _openai_call(item: Any, index: int) -> ToolCall | CallError:
+def _openai_call(item: Any, index: int, checked: bool = True) -> ToolCall | CallError:
+    if not checked:
+        item, problem = _as_json(item, f"tool call #{index}")
+        if problem is not None:
+            return _error(problem, None, index)
     given = item.get("id") if isinstance(item, Mapping) else None
-    given_id = (given.strip() or None) if isinstance(given, str) else None
+    given_id = (given.strip()[:MAX_NAME_CHARS] or None) if isinstance(given, str) else None
     return _call_from_obj(item, index, f"in tool call #{index}", given_id, None)
 
 
@@ -511,11 +633,11 @@ def _render_qwen(call: ToolCall) -> str:
 
 
 def _error(message: str, raw: str | None, index: int | str, name: str | None = None,
-           obj: Any = None) -> CallError:
+           obj: Any = None, code: int = 400) -> CallError:
     """A CallError with id ``call_<index>`` (or ``index`` itself when it is a given id)."""
     text = raw if raw is not None else _safe_repr(obj)  # caller-owned values have no text
     call_id = index if isinstance(index, str) else f"call_{index}"
-    return CallError(message, text[:200], call_id, name)
+    return CallError(message, text[:200], call_id, name, code)
 
 
 def _keys(obj: Mapping[Any, Any]) -> str:

@@ -10,6 +10,7 @@ from typing import Any, Sequence
 
 import gymnasium as gym
 
+from compoenv._cache import ViewCache, fresh_view, frozen, nested_keys
 from compoenv.actions import MAX_ACTION_CHARS, CallError, parse_action, to_openai_tool_calls
 from compoenv.compose import Composer, ComposerConfig
 from compoenv.gateway import GATEWAY_TOOLS, Gateway
@@ -18,19 +19,17 @@ from compoenv.registry import Registry
 from compoenv.reward import Outcome, RubricResult, score_rubric
 from compoenv.service import ToolResult, did_you_mean, error
 from compoenv.session import Session, render_result
-from compoenv.spaces import MAX_OBSERVATION_CHARS, TextSpace, bounded
+from compoenv.spaces import MAX_OBSERVATION_CHARS, SAFE_OUTPUT_CHARS, TextSpace, bounded, \
+    tool_output_limit
 from compoenv.task import Task
 from compoenv.task_check import load_checked
 from compoenv.world import World
+from compoenv.worldmodel.offline import OfflineWorldModel
+from compoenv.worldmodel.simulator import Simulator
 
 __all__ = ["CompoWorldEnv", "TextSpace", "MODES"]
 
 MODES = ("direct", "gateway")
-
-
-def _fresh(data: dict[str, Any]) -> dict[str, Any]:
-    """A copy of ``data`` whose nested dicts are new objects too (lists are shared)."""
-    return {k: _fresh(v) if isinstance(v, dict) else v for k, v in data.items()}
 
 
 # shared instances: a Text space builds a character index
@@ -38,17 +37,38 @@ _OBSERVATIONS = TextSpace(MAX_OBSERVATION_CHARS)
 _ACTIONS = TextSpace(MAX_ACTION_CHARS)
 
 
+Listing = tuple[tuple[dict[str, Any], ...], list[dict[str, Any]]]
+
+
+def _listing_of(specs: Any) -> Listing:
+    """The tools in OpenAI format: as they are (to render) and a read-only copy (for info)."""
+    plain = tuple(spec.to_openai() for spec in specs)
+    return plain, frozen(plain)
+
+
 @lru_cache(maxsize=512)
-def _listing(services: tuple[str, ...], registry: Registry) -> tuple[dict[str, Any], ...]:
-    return tuple(spec.to_openai() for spec in registry.tools(services))
+def _listing(services: tuple[str, ...], registry: Registry) -> Listing:
+    return _listing_of(registry.tools(services))  # every env on these services shares it
+
+
+_GATEWAY_LISTING = _listing_of(GATEWAY_TOOLS.values())
+# a read-only view of each live task, made once (a Task is data: change a copy, not it)
+_TASK_VIEWS = ViewCache(lambda task: _view_of(frozen(task.model_dump(mode="json"))))
+
+
+def _view_of(view: Any) -> tuple[Any, tuple[str, ...]]:
+    return view, nested_keys(view)  # the keys an info's fresh copy makes new dicts for
 
 
 class CompoWorldEnv(gym.Env[str, str]):
     """One composed multi-service task per episode; actions are tool-call text.
 
     Observations and actions are strings (``TextSpace``): an observation holds at most
-    ``MAX_OBSERVATION_CHARS`` characters (longer tool output is cut, with a note), an action at
-    most ``MAX_ACTION_CHARS`` (a longer one is answered with an error envelope).
+    ``MAX_OBSERVATION_CHARS`` characters (each call's output is cut to fit, with a note), an
+    action at most ``MAX_ACTION_CHARS`` (a longer one is answered with an error envelope), and
+    an action runs at most ``MAX_CALLS_PER_ACTION`` calls with ``MAX_ARGUMENT_CHARS`` characters
+    of arguments between them (calls over the budget are answered 422, not run). ``info``'s
+    ``tools`` and ``task`` are read-only views (``copy.deepcopy`` gives a writable copy).
 
     Args:
         tasks: A JSONL path or a list of Tasks (or dicts), checked against ``registry`` when
@@ -129,24 +149,24 @@ class CompoWorldEnv(gym.Env[str, str]):
         world = World.get(task.seed, task.today())
         names = task.services + task.distractors if self.mode == "gateway" else task.services
         self.task = task
+        # the episode's own world model access: its cache holds the agent's arguments
         self.session = Session([self.registry.get(n) for n in names], world,
-                               self._simulator(task))
+                               self._simulator(task) or Simulator(OfflineWorldModel()))
         if self.mode == "gateway":
             self._gateway = Gateway(self.session)
-            self._tools = [spec.to_openai() for spec in GATEWAY_TOOLS.values()]
+            listing, self._tools = _GATEWAY_LISTING
             self._schemas = {name: spec.parameters for name, spec in GATEWAY_TOOLS.items()}
         else:
             self._gateway = None
-            self._tools = list(_listing(tuple(task.services), self.registry))
+            listing, self._tools = _listing(tuple(task.services), self.registry)
             self._schemas = {t["function"]["name"]: t["function"]["parameters"]
-                             for t in self._tools}
+                             for t in listing}
         system = system_prompt(world, self.mode)
         self.messages = [{"role": "system", "content": system},
                          {"role": "user", "content": task.instruction}]
-        self._task_dict = task.model_dump(mode="json")
-        self._task_nested = [k for k, v in self._task_dict.items() if isinstance(v, dict)]
+        self._task_view, self._task_nested = _TASK_VIEWS(task)
         self._steps, self._done, self._result = 0, False, None
-        self._last_obs = bounded(reset_observation(system, self._tools, task.instruction))
+        self._last_obs = bounded(reset_observation(system, listing, task.instruction))
         return self._last_obs, self._info()
 
     def _simulator(self, task: Task) -> Any:
@@ -213,23 +233,25 @@ class CompoWorldEnv(gym.Env[str, str]):
             return self._finish(parsed.content, terminated=True)
         tool_calls: list[dict[str, Any]] = []
         message["tool_calls"] = tool_calls
-        outputs = []
+        outputs: list[str] = []
         for call in parsed.calls:
             if isinstance(call, CallError):
                 name = call.name or "invalid_tool_call"
                 entry = {"id": call.id, "type": "function",
                          "function": {"name": name, "arguments": call.raw}}
-                result: ToolResult = error(400, call.message)
+                result: ToolResult = error(call.code, call.message)
             else:
                 name = call.name
                 entry = to_openai_tool_calls((call,))[0]
                 result = self._dispatch(name, call.arguments)
             tool_calls.append(entry)
             content = render_result(result)
+            if len(content) > SAFE_OUTPUT_CHARS:  # long: cut to its share of the observation
+                content = render_result(result, tool_output_limit(outputs, len(parsed.calls)))
             self.messages.append({"role": "tool", "tool_call_id": call.id, "name": name[:200],
                                   "content": content})
-            outputs.append(f"<tool_response>\n{content}\n</tool_response>")
-        self._last_obs = bounded("\n".join(outputs))
+            outputs.append(f"<tool_response>\n{content}\n</tool_response>")  # TOOL_RESPONSE
+        self._last_obs = bounded("\n".join(outputs))  # already fits: a last guard
         if self._steps >= self.max_steps:
             return self._finish("", terminated=False)
         return self._last_obs, 0.0, False, False, self._info()
@@ -250,22 +272,18 @@ class CompoWorldEnv(gym.Env[str, str]):
         return self._last_obs, float(reward), terminated, not terminated, self._info()
 
     def _info(self) -> dict[str, Any]:
-        # Fresh dicts each call (Gymnasium's contract); the transcript list is shared on purpose:
-        # it is the episode's growing message log, and copying it would make steps O(n).
+        # A fresh dict each call (Gymnasium's contract) holding read-only views of the tools and
+        # the task; the transcript list is shared on purpose: it is the episode's growing
+        # message log, and copying it would make steps O(n).
         info: dict[str, Any] = {"messages": self.messages, "tools": self._tools,
-                                "task": self._task_copy(), "step": self._steps}
+                                "task": fresh_view(self._task_view, self._task_nested),
+                                "step": self._steps}
         if self._result is not None:
             info["rubric"] = [c.model_dump() for c in self._result.criteria]
             info["score"] = self._result.score
             info["binary"] = self._result.binary
             info["net_score"] = self._result.net_score
         return info
-
-    def _task_copy(self) -> dict[str, Any]:
-        copy = dict(self._task_dict)
-        for key in self._task_nested:
-            copy[key] = _fresh(copy[key])
-        return copy
 
     def render(self) -> str | None:
         if self.render_mode != "ansi":

@@ -67,11 +67,19 @@ def split_qualified(name: str) -> tuple[str, str]:
 
 
 def did_you_mean(name: str, choices: Any, kind: str = "name") -> str:
-    """``Unknown tool 'x'. Did you mean 'y'?``: the standard 404 message."""
-    import difflib
-
+    """``Unknown tool 'x'. Did you mean 'y'?``: the standard 404 message. Its cost is bounded
+    (difflib over at most 24 candidates, a few times), as agents send unknown names by the
+    dozen."""
     text = str(name)[:200]
     pool = sorted({str(c) for c in choices})  # sorted: the same hint in every process
+    close = _close_names(text, pool)
+    hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    return f"Unknown {kind} {brief(name)}.{hint}"
+
+
+def _nearest(text: str, pool: list[str]) -> list[str]:
+    import difflib
+
     if len(pool) > 24 and text:
         # long lists: typos rarely hit the first letter or change the length much, and
         # difflib's cost grows with every candidate
@@ -79,12 +87,24 @@ def did_you_mean(name: str, choices: Any, kind: str = "name") -> str:
         near = [c for c in pool if c[:1].casefold() == first
                 and abs(len(c) - size) <= max(3, size // 3)]
         pool = near[:24] if near else pool[:24]
-    close = difflib.get_close_matches(text, pool, n=3, cutoff=0.6)
+    return difflib.get_close_matches(text, pool, n=3, cutoff=0.6)
+
+
+def _close_names(text: str, pool: list[str]) -> list[str]:
+    service, sep, rest = text.partition(SEP)
+    if sep and service:  # a known service: the typo is in the tool's part
+        mine = {c[len(service) + 2:]: c for c in pool if c.startswith(service + SEP)}
+        close = [mine[t] for t in _nearest(rest, sorted(mine))] if mine else []
+        if close:
+            return close
+    close = _nearest(text, pool)
     if not close:  # a bare tool name: match it against the part after "<service>__"
-        tails = {c.partition(SEP)[2]: c for c in choices if SEP in str(c)}
-        close = [tails[t] for t in difflib.get_close_matches(text, tails, n=3, cutoff=0.6)]
-    hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-    return f"Unknown {kind} {brief(name)}.{hint}"
+        tails: dict[str, str] = {}
+        for choice in pool:
+            if SEP in choice:
+                tails.setdefault(choice.partition(SEP)[2], choice)
+        close = [tails[t] for t in _nearest(text, sorted(tails))]
+    return close
 
 
 class State(BaseModel):
@@ -229,8 +249,14 @@ class ToolSpec:
                 allowed = ", ".join(known) or "none"
                 problems += [f"unexpected argument {extra!r} (expected: {allowed})"
                              for extra in err.instance if extra not in known]
+            elif err.validator == "maxLength" and isinstance(err.instance, str):
+                problems.append(f"argument {where or 'arguments'!r}: is too long: "
+                                f"{len(err.instance):,} characters, over maxLength "
+                                f"{err.validator_value:,}, got {brief(err.instance, 40)}")
             else:
-                message = err.message if len(err.message) <= 160 else err.message[:157] + "..."
+                message = err.message.replace(repr(err.instance), brief(err.instance, 60)) \
+                    if len(err.message) > 160 else err.message
+                message = message if len(message) <= 160 else message[:157] + "..."
                 problems.append(f"argument {where or 'arguments'!r}: {message}")
         if problems:
             raise ToolError(400, f"Invalid arguments for {self.qualified_name}: "
@@ -374,6 +400,14 @@ class Service:
         service._shared = True
         return service
 
+    def writable_state(self) -> State:
+        """The state, made this instance's own first if it is still the shared seeded one
+        (copy on write: other episodes keep seeing the seeded state)."""
+        if self._shared:
+            self.state = self.state.fork()
+            self._shared = False
+        return self.state
+
     def _simulated(self, spec: ToolSpec, arguments: dict[str, Any]) -> ToolResult:
         """Ask the episode's world model (offline by default). The envelope's ``simulated``
         names who answered ("offline", "endpoint:<model>", "recorded", or a fallback)."""
@@ -393,9 +427,7 @@ class Service:
             kwargs = spec.validate(arguments)
             if not spec.read_only:
                 self.writes += 1
-                if self._shared:
-                    self.state = self.state.fork()
-                    self._shared = False
+                self.writable_state()
             if spec.simulated:
                 return self._simulated(spec, kwargs)
             try:

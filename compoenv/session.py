@@ -21,9 +21,68 @@ class CallRecord(NamedTuple):
     result: ToolResult
 
 
-def render_result(result: ToolResult) -> str:
-    """The envelope as the agent reads it: compact, ASCII-only JSON."""
-    return json.dumps(result, separators=(", ", ": "))
+_RENDER = json.JSONEncoder(separators=(", ", ": "))
+
+
+def render_result(result: ToolResult, limit: int | None = None) -> str:
+    """The envelope as the agent reads it: compact, ASCII-only JSON.
+
+    Args:
+        result: The envelope.
+        limit: At most this many characters (None: no limit). A longer envelope stays valid
+            JSON: a list keeps its leading items, other data becomes the start of its JSON
+            text (a string), a long error message is cut, and ``"truncated"`` says so.
+    """
+    text = _RENDER.encode(result)
+    if limit is None or len(text) <= limit:
+        return text
+    return _cut(result, len(text), limit)
+
+
+def _cut(result: ToolResult, size: int, limit: int) -> str:
+    note = (f"output cut: it is {size:,} characters, over this call's limit of {limit:,} "
+            f"(actions.MAX_RESULT_CHARS, or the call's share of spaces.MAX_OBSERVATION_CHARS)")
+    head: dict[str, Any] = {k: v for k, v in result.items() if k not in ("data", "error")}
+    error = result.get("error")
+    if isinstance(error, dict):
+        base = {**head, "error": {**error, "message": ""}, "truncated": note}
+        room = limit - len(_RENDER.encode(base))
+        base["error"]["message"] = _prefix(str(error.get("message", "")), room)
+        return _RENDER.encode(base) if room >= 0 else _minimal(result, limit)
+    data = result.get("data")
+    if isinstance(data, list) and data:
+        sizes = [len(_RENDER.encode(item)) for item in data]
+        widest = f"showing the first {len(data)} of {len(data)} items; {note}"
+        room = limit - len(_RENDER.encode({**head, "data": [], "truncated": widest}))
+        count, used = 0, 0
+        while count < len(data) and used + sizes[count] + 2 * (count > 0) <= room:
+            used += sizes[count] + 2 * (count > 0)
+            count += 1
+        if count:
+            return _RENDER.encode({**head, "data": data[:count], "truncated":
+                                   f"showing the first {count} of {len(data)} items; {note}"})
+    base = {**head, "data": "", "truncated": f"data shown as the start of its JSON text; {note}"}
+    room = limit - len(_RENDER.encode(base))
+    base["data"] = _prefix(_RENDER.encode(data), room)
+    return _RENDER.encode(base) if room >= 0 else _minimal(result, limit)
+
+
+def _prefix(text: str, room: int) -> str:
+    """The longest start of ``text`` whose JSON string form takes at most ``room`` characters
+    besides its quotes (a character takes 1 to 12: a binary search over the length)."""
+    low, high = 0, min(len(text), max(room, 0))
+    while low < high:
+        mid = (low + high + 1) // 2
+        if len(_RENDER.encode(text[:mid])) - 2 <= room:
+            low = mid
+        else:
+            high = mid - 1
+    return text[:low]
+
+
+def _minimal(result: ToolResult, limit: int) -> str:
+    return _RENDER.encode({"success": bool(result.get("success")),
+                           "truncated": f"output over the limit of {limit:,} characters"})
 
 
 @lru_cache(maxsize=256)
@@ -40,7 +99,10 @@ class Session:
         services: Service classes the episode mounts.
         world: The episode's World.
         simulator: The episode's world model access (a ``worldmodel.Simulator``, holding the
-            task's recorded answers); None uses the offline world model.
+            task's recorded answers); None uses the process-wide offline one, which is for
+            the library's own sessions (composition, verification): a session that plays an
+            agent's calls gets a Simulator of its own (the env makes one per episode), so
+            that the agent's arguments are cached with the episode, not the process.
     """
 
     def __init__(self, services: Iterable[type[Service]], world: World,

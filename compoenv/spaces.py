@@ -22,11 +22,17 @@ from gymnasium.vector.utils import (
     create_shared_memory, read_from_shared_memory, write_to_shared_memory,
 )
 
-__all__ = ["TextSpace", "SharedTexts", "MAX_OBSERVATION_CHARS", "bounded"]
+from compoenv.actions import MAX_CALLS_PER_ACTION, MAX_RESULT_CHARS
+
+__all__ = ["TextSpace", "SharedTexts", "MAX_OBSERVATION_CHARS", "TOOL_RESPONSE",
+           "SAFE_OUTPUT_CHARS", "bounded", "tool_output_limit"]
 
 # The most characters one observation holds (a reset's tool listing is 3-40 K characters; a
-# step's tool results are cut to this with a note saying so).
+# step's tool results are each cut to fit, see tool_output_limit).
 MAX_OBSERVATION_CHARS = 1 << 18
+TOOL_RESPONSE = "<tool_response>\n{}\n</tool_response>"  # one call's output in an observation
+_WRAP = len(TOOL_RESPONSE) - 2 + 1  # the tags, and the newline that joins responses
+SAFE_OUTPUT_CHARS = MAX_OBSERVATION_CHARS // (MAX_CALLS_PER_ACTION + 1) - _WRAP  # 7,909
 _HEADER = 8  # bytes of the length prefix of a slot
 
 
@@ -54,6 +60,18 @@ def bounded(text: str, limit: int = MAX_OBSERVATION_CHARS) -> str:
         return text
     note = f"\n[observation truncated: {len(text):,} characters, over the limit of {limit:,}]"
     return text[: limit - len(note)] + note
+
+
+def tool_output_limit(outputs: Sequence[str], responses: int) -> int:
+    """The most characters the next tool response may show: ``MAX_RESULT_CHARS``, and no more
+    than an equal share of what ``outputs`` (the step's responses so far, each wrapped in
+    ``TOOL_RESPONSE``) left of the observation, so that the step's ``responses`` together never
+    exceed ``MAX_OBSERVATION_CHARS``. A response of at most ``SAFE_OUTPUT_CHARS`` always fits
+    (an action holds at most ``MAX_CALLS_PER_ACTION + 1`` responses): only longer ones need
+    their share worked out."""
+    used = sum(len(text) for text in outputs) + len(outputs)
+    left = max(responses - len(outputs), 1)
+    return max(0, min(MAX_RESULT_CHARS, (MAX_OBSERVATION_CHARS - used) // left - _WRAP))
 
 
 class SharedTexts(Sequence[str]):

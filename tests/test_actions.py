@@ -11,8 +11,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from compoenv.actions import (MAX_ACTION_CHARS, MAX_JSON_DEPTH, CallError, ParsedAction,
-                              ToolCall, parse_action, render_calls, to_openai_tool_calls)
+from compoenv.actions import (MAX_ACTION_CHARS, MAX_ARGUMENT_CHARS, MAX_CALLS_PER_ACTION,
+                              MAX_JSON_DEPTH, CallError, ParsedAction, ToolCall, parse_action,
+                              render_calls, to_openai_tool_calls)
 
 SCHEMAS: dict[str, dict[str, Any]] = {
     "weather__forecast": {"type": "object", "properties": {
@@ -380,6 +381,71 @@ def test_hostile_megabyte_input_parses_in_linear_time(text: str) -> None:
     start = time.perf_counter()
     parse_action(text)
     assert time.perf_counter() - start < 1.0
+
+
+# --- the per-action budget -----------------------------------------------------------------
+
+_MANY = [ToolCall("a__b", {"i": i}, f"call_{i}") for i in range(MAX_CALLS_PER_ACTION + 5)]
+
+
+@pytest.mark.parametrize("action", [
+    render_calls(_MANY, "hermes"), render_calls(_MANY, "qwen3_coder"), render_calls(_MANY, "json"),
+    render_calls(_MANY, "openai"), json.loads(render_calls(_MANY, "openai"))["tool_calls"],
+    "<tool_call>" + "".join(f"<function=a__b><parameter=i>{i}</parameter></function>"
+                            for i in range(40)) + "</tool_call>",
+], ids=["hermes", "qwen3_coder", "json", "openai_text", "openai_list", "qwen_one_block"])
+def test_calls_past_the_call_budget_are_read_as_one_422_error(action: Any) -> None:
+    parsed = parse_action(action)
+    assert len(parsed.calls) == MAX_CALLS_PER_ACTION + 1
+    assert all(isinstance(c, ToolCall) for c in parsed.calls[:-1])
+    last = parsed.calls[-1]
+    assert isinstance(last, CallError) and last.code == 422
+    assert "MAX_CALLS_PER_ACTION" in last.message and "were not run" in last.message
+
+
+def test_a_flood_of_tiny_calls_is_read_only_up_to_the_budget() -> None:
+    tiny = '<tool_call>{"name": "a__b", "arguments": {}}</tool_call>'
+    parsed = parse_action(tiny * (MAX_ACTION_CHARS // len(tiny)))
+    assert len(parsed.calls) == MAX_CALLS_PER_ACTION + 1
+    assert f"the {MAX_ACTION_CHARS // len(tiny) - MAX_CALLS_PER_ACTION:,} after" in \
+        parsed.calls[-1].message
+
+
+def test_calls_past_the_argument_budget_are_422_errors_and_calls_that_fit_stay() -> None:
+    big = ToolCall("a__b", {"text": "x" * (MAX_ARGUMENT_CHARS // 2)}, "big")
+    parsed = parse_action(render_calls([big, big, ToolCall("a__b", {"n": 1}, "small")]))
+    kinds = [type(c).__name__ for c in parsed.calls]
+    assert kinds == ["ToolCall", "CallError", "ToolCall"]
+    error = parsed.calls[1]
+    assert isinstance(error, CallError) and error.code == 422 and error.name == "a__b"
+    assert "MAX_ARGUMENT_CHARS" in error.message and len(error.raw) <= 200
+
+
+def test_a_too_long_tool_name_is_an_error() -> None:
+    error = parse_action(render_calls([ToolCall("n" * 201, {}, "c")])).calls[0]
+    assert isinstance(error, CallError) and "MAX_NAME_CHARS" in error.message
+
+
+def test_an_overflowing_number_is_invalid_json_not_infinity() -> None:
+    error = parse_action('<tool_call>{"name": "a__b", "arguments": {"x": 1e999}}</tool_call>')
+    assert isinstance(error.calls[0], CallError) and "out of range" in error.calls[0].message
+
+
+def test_python_arguments_become_plain_json_copies() -> None:
+    arguments = {"tags": ("a", "b"), "nested": {"n": 1}}
+    call = parse_action({"name": "a__b", "arguments": arguments}).calls[0]
+    arguments["nested"]["n"] = 2
+    assert isinstance(call, ToolCall) and call.arguments == {"tags": ["a", "b"],
+                                                             "nested": {"n": 1}}
+
+
+@pytest.mark.parametrize("value", [{1, 2}, b"x", 10 ** 5000, float("nan"), object()],
+                         ids=["set", "bytes", "huge_int", "nan", "object"])
+def test_python_values_that_are_not_json_are_call_errors(value: Any) -> None:
+    parsed = parse_action([{"name": "a__b", "arguments": {"v": value}},
+                           {"name": "a__b", "arguments": {"v": 1}}])
+    assert isinstance(parsed.calls[0], CallError) and "not JSON data" in parsed.calls[0].message
+    assert isinstance(parsed.calls[1], ToolCall)
 
 
 # --- rendering ------------------------------------------------------------------------------

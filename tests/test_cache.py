@@ -1,8 +1,43 @@
-"""The caches: one value per object for ByIdentity, one instance per key for SharedCache."""
+"""The caches: one value per object for ByIdentity, one instance per key for SharedCache, and
+read-only views of shared data."""
 
 from __future__ import annotations
 
-from compoenv._cache import ByIdentity, SharedCache
+import copy
+import json
+import pickle
+
+import pytest
+
+from compoenv._cache import ByIdentity, FrozenDict, SharedCache, fresh_view, frozen
+
+
+def test_frozen_views_refuse_every_change_and_read_like_json():
+    data = {"a": [1, {"b": 2}], "c": {"d": "e"}}
+    view = frozen(data)
+    changes = [lambda: view.__setitem__("x", 1), lambda: view.pop("a"), lambda: view.update(),
+               lambda: view["a"].append(3), lambda: view["a"].sort(),
+               lambda: view["a"][1].setdefault("z", 1), lambda: view["c"].clear()]
+    for change in changes:
+        with pytest.raises(TypeError, match="read-only"):
+            change()
+    assert view == data and json.loads(json.dumps(view)) == data
+
+
+def test_copies_and_pickles_of_frozen_views_are_plain_and_writable():
+    view = frozen({"a": [1, {"b": 2}]})
+    for copied in (copy.deepcopy(view), pickle.loads(pickle.dumps(view))):
+        copied["a"][1]["b"] = 3
+        copied["a"].append(4)
+        assert type(copied) is dict and type(copied["a"]) is list
+    assert view == {"a": [1, {"b": 2}]}
+
+
+def test_fresh_views_are_new_dicts_over_the_same_content():
+    view = frozen({"a": {"b": {"c": 1}}, "l": [{"x": 1}]})
+    fresh = fresh_view(view)
+    assert fresh == view and fresh is not view and fresh["a"]["b"] is not view["a"]["b"]
+    assert type(fresh["a"]) is FrozenDict and fresh["l"] is view["l"]
 
 
 def test_by_identity_computes_once_per_object_not_per_equal_value():

@@ -170,8 +170,10 @@ BAD_ACTIONS = [
     ('<tool_call>{"name": "{tool}", "arguments": [1, 2]}</tool_call>', 400, "object"),
     ('<tool_call>{"name": "{tool}", "arguments": {"{param}": {"a": [1]}}}</tool_call>', 400,
      "argument '{param}'"),
-    ('<tool_call>{"name": "{tool}", "arguments": {"{param}": "' + "A" * 500_000 + '"}}'
+    ('<tool_call>{"name": "{tool}", "arguments": {"{param}": "' + "A" * 60_000 + '"}}'
      '</tool_call>', 400, "argument '{param}'"),
+    ('<tool_call>{"name": "{tool}", "arguments": {"{param}": "' + "A" * 500_000 + '"}}'
+     '</tool_call>', 422, "MAX_ARGUMENT_CHARS"),
     ("A" * (1 << 20) + "<tool_call>", 400, "over the limit"),
     ("<tool_call>" + "[" * 5000 + "</tool_call>", 400, "deep"),
     ('<tool_call>{"name": "{tool}\u0000\u202e", "arguments": {}}</tool_call>', 400,

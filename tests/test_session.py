@@ -168,6 +168,24 @@ def test_for_names_rejects_unknown_services():
         Session.for_names(["contcts"], World(0))
 
 
+@pytest.mark.parametrize("result", [
+    {"success": True, "data": [{"id": i, "text": "t" * 300} for i in range(50)],
+     "simulated": "offline"},
+    {"success": True, "data": {"text": "\U0001F600\"\\" * 4000}},
+    {"success": False, "error": {"code": 400, "message": "é" * 9000}},
+    {"success": True, "data": ["x" * 5000]},
+], ids=["list", "emoji_object", "long_error", "one_huge_item"])
+def test_render_result_over_its_limit_stays_a_json_envelope_within_it(result):
+    for limit in (400, 1000, 4096):
+        text = render_result(result, limit)
+        cut = json.loads(text)
+        assert len(text) <= limit and cut["success"] == result["success"]
+        assert "truncated" in cut and "characters" in cut["truncated"]
+        if isinstance(result.get("data"), list) and isinstance(cut["data"], list):
+            assert cut["data"] == result["data"][:len(cut["data"])]  # leading items, whole
+    assert render_result(result, 10**9) == render_result(result)  # under the limit: as is
+
+
 def test_render_result_is_compact_ascii_json():
     text = render_result({"success": True, "data": {"city": "Zürich"}})
     assert text == '{"success": true, "data": {"city": "Z\\u00fcrich"}}'

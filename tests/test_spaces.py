@@ -43,6 +43,21 @@ def test_shared_memory_is_bounded_by_the_observation_limit():
                                                                 f"of {MAX_OBSERVATION_CHARS:,}]")
 
 
+def test_tool_output_limits_keep_a_full_action_inside_the_observation():
+    from compoenv.actions import MAX_CALLS_PER_ACTION, MAX_RESULT_CHARS
+    from compoenv.spaces import SAFE_OUTPUT_CHARS, TOOL_RESPONSE, tool_output_limit
+
+    responses = MAX_CALLS_PER_ACTION + 1  # the budget's calls and the error for the rest
+    for short in (0, 5, responses):  # some short responses first, then every one at its share
+        outputs = [TOOL_RESPONSE.format("s" * SAFE_OUTPUT_CHARS) for _ in range(short)]
+        while len(outputs) < responses:
+            limit = tool_output_limit(outputs, responses)
+            assert limit >= SAFE_OUTPUT_CHARS
+            outputs.append(TOOL_RESPONSE.format("x" * limit))
+        assert len("\n".join(outputs)) <= MAX_OBSERVATION_CHARS
+    assert tool_output_limit([], 1) == MAX_RESULT_CHARS
+
+
 def test_bounded_keeps_short_text_and_cuts_long_text_with_a_note():
     assert bounded("abc", 10) == "abc"
     cut = bounded("y" * 500, 100)

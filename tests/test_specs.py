@@ -120,6 +120,37 @@ def test_spec_tools_join_the_graph_and_composed_tasks():
         assert replay(t).score == 1.0
 
 
+def test_parameter_strings_without_a_bound_get_the_default_max_length():
+    from compoenv.worldmodel.spec import DEFAULT_MAX_LENGTH, bounded_strings
+
+    schema = {"type": "object", "properties": {
+        "free": {"type": "string"}, "bounded": {"type": "string", "maxLength": 20_000},
+        "choice": {"type": "string", "enum": ["a"]}, "anything": {"description": "any"},
+        "list": {"type": "array", "items": {"type": ["string", "null"]}},
+        "either": {"anyOf": [{"type": "string"}, {"type": "integer"}]}}}
+    props = bounded_strings(schema)["properties"]
+    assert props["free"]["maxLength"] == props["anything"]["maxLength"] == DEFAULT_MAX_LENGTH
+    assert props["list"]["items"]["maxLength"] == props["either"]["anyOf"][0]["maxLength"]
+    assert props["bounded"]["maxLength"] == 20_000 and "maxLength" not in props["choice"]
+    assert "maxLength" not in schema["properties"]["free"]  # a copy: the spec is untouched
+
+
+def test_a_free_text_argument_over_the_default_bound_is_a_400():
+    from compoenv.worldmodel.spec import DEFAULT_MAX_LENGTH
+
+    spec = next(s for s in REGISTRY.tools() if s.args_model is None and any(
+        p.get("type") == "string" and p.get("maxLength") == DEFAULT_MAX_LENGTH
+        for p in s.parameters.get("properties", {}).values()))
+    name = next(k for k, p in spec.parameters["properties"].items()
+                if p.get("maxLength") == DEFAULT_MAX_LENGTH)
+    args = {**example_arguments(spec, World(0)), name: "x" * (DEFAULT_MAX_LENGTH + 1)}
+    service = REGISTRY.get(spec.service)(World(0))
+    result = service.call(spec.name, args)
+    assert result["success"] is False and result["error"]["code"] == 400
+    assert name in result["error"]["message"] and "too long" in result["error"]["message"]
+    assert f"over maxLength {DEFAULT_MAX_LENGTH:,}" in result["error"]["message"]
+
+
 def test_offline_answers_to_schemas_it_cannot_build_for_are_still_checked():
     from compoenv.worldmodel import service_from_spec, validate_spec
 
@@ -132,3 +163,19 @@ def test_offline_answers_to_schemas_it_cannot_build_for_are_still_checked():
     result = service_from_spec(spec, SimulatedService).create(World.get(0)).call("get_code", {})
     assert result["success"] is False and result["error"]["code"] == 500
     assert "invalid_output" in result["error"]["message"]
+
+
+def test_a_bare_interface_tag_with_a_role_or_label_still_expands():
+    from compoenv.worldmodel.spec import validate_spec
+
+    spec = {"name": "tagged", "domain": "test", "description": "A spec to test expansion.",
+            "tools": [{"name": "find", "description": "Find one.", "read_only": True,
+                       "parameters": {"type": "object", "properties": {
+                           "city": {"x-interface": "City", "x-role": "location"}},
+                           "required": ["city"]},
+                       "returns": {"x-interface": "Money", "x-role": "price",
+                                   "x-label": "price"}}]}
+    tool = validate_spec(spec, strict=False)["tools"][0]
+    city = tool["parameters"]["properties"]["city"]
+    assert city["type"] == "string" and city["x-role"] == "location" and "maxLength" in city
+    assert tool["returns"]["type"] == "number" and tool["returns"]["x-label"] == "price"

@@ -122,12 +122,12 @@ def test_composed_tasks_record_who_answered_during_verification(spec_tasks):
     assert all(t.recorded["world_model"] == "offline" for t in spec_tasks)
 
 
-def _tool_responses(tasks: list[Task], world_model) -> list[list[dict]]:
+def _tool_responses(tasks: list[Task], world_model, pinned: bool = True) -> list[list[dict]]:
     env = CompoWorldEnv(tasks, world_model=world_model)
     out = []
     for i in range(len(tasks)):
         record = run_episode(env, OracleAgent(), options={"index": i})
-        assert record["meta"]["rubric_score"] == 1.0
+        assert record["meta"]["rubric_score"] == 1.0 or not pinned
         out.append([{k: v for k, v in json.loads(m["content"]).items() if k != "simulated"}
                     for m in record["messages"] if m["role"] == "tool"])
     return out
@@ -142,7 +142,7 @@ def test_the_solutions_calls_see_what_verification_saw_whatever_the_configured_m
     # the pinning is what holds it: claim the tasks were verified with the shifted model
     unpinned = [t.model_copy(update={"recorded": {**t.recorded, "world_model": "shifted"}})
                 for t in spec_tasks]
-    assert _tool_responses(unpinned, ShiftedModel()) != offline
+    assert _tool_responses(unpinned, ShiftedModel(), pinned=False) != offline
 
 
 def test_calls_off_the_solutions_path_go_to_the_configured_model(spec_tasks):

@@ -13,6 +13,7 @@ import re
 from collections import Counter
 from typing import Any, Callable
 
+from compoenv._cache import ByIdentity
 from compoenv.schema import is_valid
 from compoenv.schema_check import check_for
 from compoenv.world import Person, World
@@ -88,21 +89,18 @@ class _Maker:
 
     def value(self, schema: dict[str, Any], name: str, person: Person,
               echo: bool = True) -> Any:
-        for key in ("anyOf", "oneOf"):
-            if key in schema:
-                options = [b for b in schema[key] if b.get("type") != "null"] or schema[key]
-                return self.value({**options[0], **{k: v for k, v in schema.items()
-                                                    if k not in (key,)}}, name, person, echo)
-        if name in self.args and _fits(self.args[name], schema):
+        if "anyOf" in schema or "oneOf" in schema:
+            return self.value(_first_branch(schema), name, person, echo)
+        if name in self.args and _fits(self.args[name], schema, memo=False):
             return self.args[name]  # echo: get_forecast(city="Oslo") is about Oslo
         same = self.params.get(name)
         if same is not None and "enum" in same and "enum" not in schema:
             # a field named like a parameter takes the parameter's values: a run's department
             # is one of the departments the tool accepts
-            schema = {**schema, "enum": same["enum"]}
+            schema = _with_enum(schema, same)
         interface = schema.get("x-interface")
         if echo and interface in self.arg_by_interface and schema.get("type") != "object" \
-                and _fits(self.arg_by_interface[interface], schema):
+                and _fits(self.arg_by_interface[interface], schema, memo=False):
             return self.arg_by_interface[interface]
         kind = schema.get("type")
         if kind == "object":
@@ -180,6 +178,28 @@ class _Maker:
             else text
 
 
+def _branch_of(schema: dict[str, Any]) -> dict[str, Any]:
+    key = "anyOf" if "anyOf" in schema else "oneOf"
+    options = [b for b in schema[key] if b.get("type") != "null"] or schema[key]
+    return {**options[0], **{k: v for k, v in schema.items() if k != key}}
+
+
+# derived schemas are made once per library schema: checks are compiled per schema object
+_first_branch: Callable[[dict[str, Any]], dict[str, Any]] = ByIdentity(_branch_of)
+_ENUMS: dict[tuple[int, int], tuple[Any, Any, dict[str, Any]]] = {}
+
+
+def _with_enum(schema: dict[str, Any], param: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` taking the values of the parameter of the same name (made once a pair)."""
+    hit = _ENUMS.get((id(schema), id(param)))
+    if hit is None or hit[0] is not schema or hit[1] is not param:
+        if len(_ENUMS) >= 8192:
+            _ENUMS.clear()
+        hit = _ENUMS[(id(schema), id(param))] = (schema, param,
+                                                 {**schema, "enum": param["enum"]})
+    return hit[2]
+
+
 def _status_for(tool: str) -> str | None:
     """The status a write leaves its record in: new ones start at the beginning, cancelled ones
     end cancelled (matched as a prefix of the schema's enum values)."""
@@ -193,10 +213,11 @@ def _status_for(tool: str) -> str | None:
     return None
 
 
-def _fits(value: Any, schema: dict[str, Any]) -> bool:
-    """``is_valid``, remembered for plain values: the same names, emails and dates are
-    checked against the same field schemas over and over."""
-    if type(value) not in _PLAIN:
+def _fits(value: Any, schema: dict[str, Any], memo: bool = True) -> bool:
+    """``is_valid``, remembered for short plain values the World generates: the same names,
+    emails and dates are checked against the same field schemas over and over. The memo is
+    process-wide, so it never sees the agent's arguments (``memo=False``)."""
+    if not memo or type(value) not in _PLAIN or (type(value) is str and len(value) > 64):
         return is_valid(value, schema)
     check = check_for(schema)  # one per live schema object, so it can key the memo
     if check is None:
@@ -204,13 +225,14 @@ def _fits(value: Any, schema: dict[str, Any]) -> bool:
     key = (check, type(value), value)
     hit = _FITS.get(key)
     if hit is None:
-        if len(_FITS) >= 100_000:
+        if len(_FITS) >= _FITS_SIZE:
             _FITS.clear()
         hit = _FITS[key] = check(value)
     return hit
 
 
 _PLAIN = frozenset({str, int, float, bool})
+_FITS_SIZE = 50_000  # entries of at most 64 characters: a few MB at most
 _FITS: dict[tuple[Any, type, Any], bool] = {}
 
 
@@ -251,12 +273,19 @@ class OfflineWorldModel:
         matching = [r for r in stored.values() if isinstance(r, dict) and all(
             r.get(k) == v for k, v in args.items() if k in r)]
         if returns.get("type") == "array":
-            items = returns.get("items", {})
-            kept = [r for r in matching if _fits(r, items)]
+            items, most = returns.get("items", {}), returns.get("maxItems", 50)
+            kept: list[Any] = []  # the newest records that fit, at most a page of them
+            for record in reversed(matching):
+                if len(kept) == most:
+                    break
+                if _fits(record, items):
+                    kept.append(record)
+            kept.reverse()
             generated = maker.value(returns, "", maker.rng.choice(maker.world.people[1:]))
-            room = max(0, returns.get("maxItems", 50) - len(kept))
+            room = max(0, most - len(kept))
             return generated[:room] + kept  # what was there stays; stored records follow
-        by_key = [r for k, r in stored.items() if k in {str(v) for v in args.values()}]
+        named = {str(v) for v in args.values()}  # once, not once per stored record
+        by_key = [r for k, r in stored.items() if k in named]
         for record in by_key + matching:
             if _fits(record, returns):
                 return record

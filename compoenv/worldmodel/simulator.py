@@ -5,20 +5,32 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import weakref
 from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Callable
 
-from compoenv._cache import ByIdentity
+from compoenv._cache import ByIdentity, thawed
 from compoenv.schema import is_valid, validator_for
 from compoenv.service import Service, ToolError, ToolSpec
+from compoenv.world import DEFAULT_TODAY, World
 from compoenv.worldmodel.base import SimState, ToolAnswer, ToolRequest, WorldModel, WorldModelError
 
-__all__ = ["Simulator", "default_simulator", "request_key"]
+__all__ = ["Simulator", "default_simulator", "request_key", "CACHE_BYTES"]
 
-_CACHE_SIZE = 50_000
-
+# The most bytes (as JSON: keys and answers) one Simulator's answer cache holds. An env gives
+# each episode a Simulator of its own, so this bounds what agent arguments one episode keeps
+# cached, and they go with it; the process-wide default_simulator (the library's sessions:
+# composition, verification) is bounded the same way.
+CACHE_BYTES = 1 << 22
+_LEGACY_MAX_CHARS = 1 << 16  # states up to this size also find answers recorded under old keys
+_MASK = (1 << 128) - 1
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+_RECORD = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                           default=str)
+_SIZE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def request_key(spec: ToolSpec, arguments: dict[str, Any], version: str) -> str:
@@ -28,19 +40,68 @@ def request_key(spec: ToolSpec, arguments: dict[str, Any], version: str) -> str:
     return f"{spec.qualified_name}|{canonical}|{version}"
 
 
-def _version(service: Service) -> str:
-    if isinstance(service.state, SimState):
-        # the digest of json.dumps(records, sort_keys=True), assembled from each collection's
-        # text: collections are replaced, never edited, so each one is serialised once
-        records = service.state.records
-        blob = "{" + ", ".join(f"{json.dumps(name)}: {_collection_json(records[name])}"
-                               for name in sorted(records)) + "}"
-        return hashlib.blake2b(blob.encode(), digest_size=8).hexdigest()
-    return f"w{service.writes}"  # typed services: the write count is a stable version
+def _world_key(world: World) -> str:
+    """The world in request keys: its seed, and its date when not the default one (worlds of
+    one seed on other dates answer differently)."""
+    return str(world.seed) if world.today == DEFAULT_TODAY else \
+        f"{world.seed}@{world.today.isoformat()}"
 
 
-_collection_json: Callable[[Any], str] = ByIdentity(
-    lambda collection: json.dumps(collection, sort_keys=True, default=str), maxsize=8192)
+def _record_digest(collection: str, key: str, record: Any) -> tuple[int, int]:
+    """A stored record's 128-bit digest and its size in characters: the only place a record
+    is serialised for the state version, once when stored and once when replaced."""
+    text = _RECORD.encode([collection, key, record])
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    return int.from_bytes(digest, "big"), len(text)
+
+
+@dataclass(frozen=True, slots=True)
+class _Digest:
+    """A collection's digest: the sum of its records' digests (so a write adds and removes
+    one record's, whatever the collection's size), for the collection object it describes."""
+
+    collection: dict[str, Any]
+    total: int
+    chars: int
+
+
+class _Book:
+    """What a Simulator keeps about one live service's records: each collection's digest,
+    and the last version with the collection objects it was made from."""
+
+    __slots__ = ("digests", "last")
+
+    def __init__(self) -> None:
+        self.digests: dict[str, _Digest] = {}
+        self.last: tuple[dict[str, Any], tuple[tuple[str, Any], ...], str] | None = None
+
+
+def _collection_digest(name: str, collection: dict[str, Any]) -> _Digest:
+    total = chars = 0
+    for key, record in collection.items():
+        digest, size = _record_digest(name, key, record)
+        total, chars = total + digest, chars + size
+    return _Digest(collection, total & _MASK, chars)
+
+
+def _legacy_version(records: dict[str, dict[str, Any]]) -> str:
+    """The state version of keys recorded before versions were kept write by write: the
+    digest of json.dumps(records, sort_keys=True). Costs a pass over every record."""
+    blob = "{" + ", ".join(f"{json.dumps(name)}: "
+                           f"{json.dumps(records[name], sort_keys=True, default=str)}"
+                           for name in sorted(records)) + "}"
+    return hashlib.blake2b(blob.encode(), digest_size=8).hexdigest()
+
+
+def _patch_problem(patch: Any) -> str | None:
+    if not isinstance(patch, Mapping):
+        return "a patch must map collections to changes"
+    for collection, changes in patch.items():
+        if not isinstance(collection, str) or not isinstance(changes, Mapping) or not all(
+                isinstance(k, str) and (v is None or isinstance(v, Mapping))
+                for k, v in changes.items()):
+            return f"collection {collection!r} must map keys to records or null"
+    return None
 
 
 class Simulator:
@@ -49,43 +110,146 @@ class Simulator:
     Answers are looked up in order: the task's recorded answers (so every agent and the oracle
     see the same ones), this simulator's cache, then the model. A model failure falls back to
     ``fallback`` (the offline model) or becomes a 500 envelope, as ``on_error`` says. Writes'
-    patches are validated and applied to the service's simulated records.
+    patches are validated and applied to the service's own simulated records; a read never
+    changes state (a recorded read that carries a patch is answered without it).
+
+    Keys carry a version of the service's records: a digest of their content, kept up to date
+    by each patch (the cost of a write is the size of the records it touches, not of the
+    state), so the same records give the same keys in any process.
 
     Args:
         model: The backend.
         recorded: Answers recorded in the task: request key -> {"data", "patch", "source"}.
         fallback: Backend used when ``model`` fails (None: no fallback).
         on_error: "fallback" or "error".
+        cache_bytes: Size bound of the answer cache (keys and answers as JSON); 0: no cache.
     """
 
     def __init__(self, model: WorldModel, recorded: dict[str, Any] | None = None,
-                 fallback: WorldModel | None = None, on_error: str = "fallback") -> None:
+                 fallback: WorldModel | None = None, on_error: str = "fallback",
+                 cache_bytes: int = CACHE_BYTES) -> None:
         self.model, self.fallback, self.on_error = model, fallback, on_error
         self.recorded = recorded or {}
         self.recording: dict[str, Any] = {}   # answers from models other than offline
         self.events: list[dict[str, Any]] = []  # what happened: fallbacks, errors, repairs
-        self._cache: OrderedDict[str, ToolAnswer] = OrderedDict()
+        self.cache_bytes = cache_bytes
+        self.cached_bytes = 0
         self._lock = threading.Lock()
+        # made on first use, as most episodes never call a simulated tool
+        self._cache: OrderedDict[str, tuple[ToolAnswer, int]] | None = None
+        # per live service (gone with it): its collections' digests and its last version
+        self._books: weakref.WeakKeyDictionary[Service, _Book] | None = None
+        self._stems: tuple[Any, frozenset[str]] = (None, frozenset())
 
     def answer(self, service: Service, spec: ToolSpec, arguments: dict[str, Any]) -> ToolAnswer:
         """The answer (its patch applied); raises ToolError when nothing valid came. Its
         ``source`` says who answered: the model, "recorded", or a fallback and why."""
-        key = request_key(spec, arguments, f"{service.world.seed}/{_version(service)}")
-        answer = self._lookup(key)
+        version = f"{_world_key(service.world)}/{self.version(service)}"
+        key = request_key(spec, arguments, version)
+        answer = self._recorded(key, service, spec)
+        if answer is None:
+            answer = self._cached(key)
         if answer is None:
             answer = self._ask(service, spec, arguments, key)
         self._apply(service, spec, answer)
         return answer
 
-    def _lookup(self, key: str) -> ToolAnswer | None:
+    def version(self, service: Service) -> str:
+        """The version of ``service``'s state in request keys: a digest of its simulated
+        records' content (typed services: the count of write calls)."""
+        state = service.state
+        if not isinstance(state, SimState):
+            return f"w{service.writes}"
+        book, records = self._book(service), state.records
+        last = book.last
+        if last is not None and last[0] is records and len(last[1]) == len(records) and all(
+                records.get(name) is collection for name, collection in last[1]):
+            return last[2]  # not a collection changed since
+        parts = []
+        for name in sorted(records):
+            digest = _current(book.digests, name, records[name])
+            if digest.total:  # an empty collection is no collection
+                parts.append(f"{json.dumps(name)}:{digest.total:032x}")
+        version = hashlib.blake2b(",".join(parts).encode(), digest_size=8).hexdigest()
+        book.last = (records, tuple(records.items()), version)
+        return version
+
+    def _book(self, service: Service) -> _Book:
+        if self._books is None:
+            self._books = weakref.WeakKeyDictionary()
+        book = self._books.get(service)
+        if book is None:
+            book = self._books[service] = _Book()
+        return book
+
+    def _recorded(self, key: str, service: Service, spec: ToolSpec) -> ToolAnswer | None:
         saved = self.recorded.get(key)
-        if saved is not None:
-            return ToolAnswer(saved["data"], saved.get("patch") or {}, "recorded")
+        if saved is None and self.recorded:
+            saved = self._recorded_before(key, service)
+        if saved is None:
+            return None
+        if not isinstance(saved, Mapping) or "data" not in saved:
+            self._event(spec, "recorded_invalid", "a recorded answer must hold 'data'")
+            return None
+        patch = saved.get("patch") or {}
+        if patch and spec.read_only:  # a read changes nothing, and a seeded state is shared
+            self._event(spec, "recorded_patch_ignored", "a read-only tool's recorded answer "
+                                                        "carries a state change")
+            patch = {}
+        elif patch and (problem := _patch_problem(patch)) is not None:
+            self._event(spec, "recorded_patch_ignored", problem)
+            patch = {}
+        # copies: the task's recorded answers are shared by every env that plays it
+        return ToolAnswer(thawed(saved["data"]), thawed(patch), "recorded")
+
+    def _recorded_before(self, key: str, service: Service) -> Any:
+        """An answer recorded under the old state version (a digest of every record), looked
+        for only when the task recorded this very call and the state is small."""
+        stem, _, version = key.rpartition("|")
+        if self._stems[0] is not self.recorded:
+            self._stems = (self.recorded, frozenset(k.rpartition("|")[0] for k in self.recorded))
+        state = service.state
+        if stem not in self._stems[1] or not isinstance(state, SimState):
+            return None
+        table = self._book(service).digests
+        if sum(_current(table, n, c).chars for n, c in state.records.items()) \
+                > _LEGACY_MAX_CHARS:
+            return None
+        world = version.partition("/")[0]
+        return self.recorded.get(f"{stem}|{world}/{_legacy_version(state.records)}")
+
+    def _event(self, spec: ToolSpec, event: str, reason: str) -> None:
+        self.events.append({"tool": spec.qualified_name, "event": event, "reason": reason})
+
+    def _cached(self, key: str) -> ToolAnswer | None:
+        if self._cache is None:
+            return None
         with self._lock:
             hit = self._cache.get(key)
-            if hit is not None:
-                self._cache.move_to_end(key)
-            return hit
+            if hit is None:
+                return None
+            self._cache.move_to_end(key)
+            return hit[0]
+
+    def _store(self, key: str, answer: ToolAnswer) -> None:
+        """Cache ``answer``, dropping the oldest answers while over ``cache_bytes``."""
+        if not self.cache_bytes:
+            return
+        size = len(key) + len(_SIZE.encode(answer.data))
+        if answer.patch:
+            size += len(_SIZE.encode(answer.patch))
+        if size > self.cache_bytes // 8:
+            return  # one huge answer would push out every other
+        with self._lock:
+            if self._cache is None:
+                self._cache = OrderedDict()
+            old = self._cache.pop(key, None)
+            if old is not None:
+                self.cached_bytes -= old[1]
+            self._cache[key] = (answer, size)
+            self.cached_bytes += size
+            while self.cached_bytes > self.cache_bytes:
+                self.cached_bytes -= self._cache.popitem(last=False)[1][1]
 
     def _ask(self, service: Service, spec: ToolSpec, arguments: dict[str, Any],
              key: str) -> ToolAnswer:
@@ -109,10 +273,7 @@ class Simulator:
                                 f"{self.fallback.name} (fallback: {self.model.name} {exc.reason})")
             self.events.append({"tool": spec.qualified_name, "event": "fallback",
                                 "model": self.fallback.name})
-        with self._lock:
-            self._cache[key] = answer
-            while len(self._cache) > _CACHE_SIZE:
-                self._cache.popitem(last=False)
+        self._store(key, answer)
         if answer.source == self.model.name and answer.source != "offline":
             self.recording[key] = {"data": answer.data, "patch": answer.patch,
                                    "source": answer.source}
@@ -137,27 +298,43 @@ class Simulator:
                                   "the answer does not match the return schema")
         if request.spec.read_only and answer.patch:
             raise WorldModelError("invalid_patch", "a read-only tool proposed a state change")
-        for collection, changes in answer.patch.items():
-            if not isinstance(changes, dict) or not all(
-                    isinstance(k, str) and (v is None or isinstance(v, dict))
-                    for k, v in changes.items()):
-                raise WorldModelError("invalid_patch", f"collection {collection!r} must map "
-                                                       f"keys to records or null")
+        problem = _patch_problem(answer.patch) if answer.patch else None
+        if problem is not None:
+            raise WorldModelError("invalid_patch", problem)
         return answer
 
-    @staticmethod
-    def _apply(service: Service, spec: ToolSpec, answer: ToolAnswer) -> None:
-        if not answer.patch or not isinstance(service.state, SimState):
+    def _apply(self, service: Service, spec: ToolSpec, answer: ToolAnswer) -> None:
+        """Store a write's records in the service's own state, keeping the digests current."""
+        if not answer.patch or spec.read_only or not isinstance(service.state, SimState):
             return  # typed services keep their typed state; simulated answers are reads there
-        records = service.state.records
+        records = service.writable_state().records  # never the shared seeded state
+        table = self._book(service).digests
         for collection, changes in answer.patch.items():
+            old = records.get(collection) or {}
+            digest = _current(table, collection, old)
+            total, chars = digest.total, digest.chars
             # copy on write: a snapshot or fork that shares the old collection stays as it was
-            target = records[collection] = dict(records.get(collection, {}))
+            target = records[collection] = dict(old)
             for key, record in changes.items():
+                if key in target:
+                    removed, size = _record_digest(collection, key, target[key])
+                    total, chars = total - removed, chars - size
                 if record is None:
                     target.pop(key, None)
                 else:
                     target[key] = record
+                    added, size = _record_digest(collection, key, record)
+                    total, chars = total + added, chars + size
+            table[collection] = _Digest(target, total & _MASK, chars)
+
+
+def _current(table: dict[str, _Digest], name: str, collection: dict[str, Any]) -> _Digest:
+    """The digest of ``collection``: the one kept, if it is of this very object, else made
+    (once, after a rollback or the first use of a seeded state)."""
+    digest = table.get(name)
+    if digest is None or digest.collection is not collection:
+        digest = table[name] = _collection_digest(name, collection)
+    return digest
 
 
 _RISKY_KEYS = frozenset({"pattern", "format", "multipleOf", "uniqueItems", "oneOf", "not",
@@ -187,7 +364,9 @@ _DEFAULT: list[Simulator] = []
 
 
 def default_simulator() -> Simulator:
-    """The process-wide simulator for services outside a configured session: offline."""
+    """The process-wide offline simulator, for the library's own sessions (composition and
+    verification ask the same calls again and again) and services outside a session. Agent
+    calls never come here: an env gives each episode a Simulator of its own."""
     if not _DEFAULT:
         from compoenv.worldmodel.offline import OfflineWorldModel
 

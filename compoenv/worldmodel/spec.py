@@ -13,6 +13,10 @@ Parameter and return schemas are JSON Schema; a node may carry ``"x-interface"``
 from ``compoenv.interfaces`` (a semantic type such as ``EmailAddress`` or an entity such as
 ``Contact``). A node that is only ``{"x-interface": "<Entity>"}`` expands to that entity's
 schema, so spec tools join the implemented services in the dependency graph.
+
+Every string a tool accepts is bounded: a parameter string without ``maxLength`` (nor ``enum``
+or ``const``) gets ``maxLength: DEFAULT_MAX_LENGTH`` (2,000 characters, room for free text),
+so an agent's megabyte is a 400 envelope, not a record kept and echoed.
 """
 
 from __future__ import annotations
@@ -29,7 +33,14 @@ from compoenv.interfaces import ENTITY_MODELS, SEMANTIC_TYPES
 from compoenv.schema import compact_schema, interface_slots
 from compoenv.service import Service, ToolSpec
 
-__all__ = ["SpecError", "load_spec", "validate_spec", "spec_tools", "SPEC_SCHEMA"]
+__all__ = ["SpecError", "load_spec", "validate_spec", "spec_tools", "SPEC_SCHEMA",
+           "DEFAULT_MAX_LENGTH", "bounded_strings"]
+
+DEFAULT_MAX_LENGTH = 2_000
+# where strings a value may hold are declared ("not" and "if" are left alone: a bound there
+# would widen what the schema accepts)
+_SUBSCHEMAS = ("items", "additionalProperties", "contains", "then", "else", "propertyNames",
+               "unevaluatedItems", "unevaluatedProperties")
 
 SPEC_SCHEMA: dict[str, Any] = json.loads(
     (Path(__file__).with_name("spec.schema.json")).read_text(encoding="utf-8"))
@@ -52,6 +63,10 @@ def _interface_schema(name: str) -> dict[str, Any]:
     return compact_schema(TypeAdapter(target).json_schema(mode="serialization"))
 
 
+# keys that annotate a node without constraining it: a node with only these is "bare"
+_ANNOTATIONS = frozenset({"x-interface", "description", "x-role", "x-label", "x-enum-labels"})
+
+
 def _expand(node: Any, origin: str, path: list[Any]) -> Any:
     """Check interface names and expand bare ``{"x-interface": "<Entity>"}`` nodes."""
     if isinstance(node, list):
@@ -66,7 +81,7 @@ def _expand(node: Any, origin: str, path: list[Any]) -> Any:
 
             raise SpecError(f"{origin}: {_where(path)}: " + did_you_mean(name, known,
                                                                           "interface"))
-        if set(node) <= {"x-interface", "description"}:
+        if set(node) <= _ANNOTATIONS:  # a bare tag: the interface's own schema, annotated
             return {**_interface_schema(name), **node}
     return {k: _expand(v, origin, path + [k]) for k, v in node.items()}
 
@@ -129,11 +144,36 @@ def load_spec(path: str | Path, strict: bool = True) -> dict[str, Any]:
     return validate_spec(data, str(path), strict)
 
 
+def bounded_strings(node: Any, limit: int = DEFAULT_MAX_LENGTH) -> Any:
+    """A copy of a parameter schema in which every string has a ``maxLength`` (``limit`` where
+    it gave none; a node without a type bounds the strings it allows too)."""
+    if isinstance(node, list):
+        return [bounded_strings(item, limit) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = dict(node)
+    for key in ("properties", "patternProperties", "$defs", "dependentSchemas"):
+        if isinstance(node.get(key), dict):
+            out[key] = {k: bounded_strings(v, limit) for k, v in node[key].items()}
+    for key in ("anyOf", "oneOf", "allOf", "prefixItems", *_SUBSCHEMAS):
+        if isinstance(node.get(key), (dict, list)):
+            out[key] = bounded_strings(node[key], limit)
+    kind = node.get("type")
+    strings = kind == "string" or (isinstance(kind, list) and "string" in kind) or (
+        kind is None and not any(k in node for k in ("properties", "items", "anyOf", "oneOf",
+                                                     "allOf", "$ref", "not")))
+    if strings and not any(k in node for k in ("maxLength", "enum", "const")):
+        out["maxLength"] = limit
+    return out
+
+
 def spec_tools(spec: dict[str, Any]) -> dict[str, ToolSpec]:
-    """ToolSpecs of a validated spec: simulated, validated with jsonschema."""
+    """ToolSpecs of a validated spec: simulated, validated with jsonschema, every parameter
+    string bounded (``bounded_strings``)."""
     out = {}
     for tool in spec["tools"]:
-        parameters = {"additionalProperties": False, **compact_schema(tool["parameters"])}
+        parameters = {"additionalProperties": False,
+                      **bounded_strings(compact_schema(tool["parameters"]))}
         returns = compact_schema(tool["returns"])
         out[tool["name"]] = ToolSpec(
             service=spec["name"], name=tool["name"], description=tool["description"],
