@@ -202,8 +202,17 @@ class World:
 
     def businesses_in(self, kind: str, city: str | None = None) -> tuple[Business, ...]:
         """The businesses of ``kind`` (in ``city``, if given)."""
-        found = self.businesses.get(kind, ())
-        return found if city is None else tuple(b for b in found if b.city == city)
+        if city is None:
+            return self.businesses.get(kind, ())
+        return self._businesses_by_place.get((kind, city), ())
+
+    @cached_property
+    def _businesses_by_place(self) -> dict[tuple[str, str], tuple[Business, ...]]:
+        index: dict[tuple[str, str], list[Business]] = {}
+        for kind, found in self.businesses.items():
+            for b in found:
+                index.setdefault((kind, b.city), []).append(b)
+        return {key: tuple(v) for key, v in index.items()}
 
     def business(self, name: str) -> Business | None:
         """The business called ``name`` (case-insensitive), if any."""

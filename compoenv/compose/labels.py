@@ -55,6 +55,7 @@ def words(name: str) -> str:
     return _CAMEL.sub(" ", name).replace("_", " ").lower()
 
 
+@lru_cache(maxsize=8192)
 def plural(phrase: str) -> str:
     """The phrase with its last word made plural ("company" -> "companies")."""
     head, _, last = phrase.rpartition(" ")
@@ -63,6 +64,7 @@ def plural(phrase: str) -> str:
     return f"{head} {_ENGINE.plural_noun(last)}" if head else _ENGINE.plural_noun(last)
 
 
+@lru_cache(maxsize=8192)
 def singular(phrase: str) -> str:
     """The phrase with its last word made singular ("open invoices" -> "open invoice")."""
     head, _, last = phrase.rpartition(" ")
@@ -72,9 +74,15 @@ def singular(phrase: str) -> str:
     return f"{head} {one}" if head else one
 
 
+@lru_cache(maxsize=8192)
 def with_article(phrase: str) -> str:
     """"a"/"an" and the phrase ("an hourly rate", "a user")."""
     return _ENGINE.a(phrase)
+
+
+@lru_cache(maxsize=8192)
+def _article_for(word: str) -> str:
+    return _ENGINE.a(word).split(" ", 1)[0]  # inflect is thorough, and slow: once a word
 
 
 _A_AN = re.compile(r"\b([Aa]n?) (\w+)")
@@ -83,7 +91,7 @@ _A_AN = re.compile(r"\b([Aa]n?) (\w+)")
 def fix_articles(text: str) -> str:
     """Every "a"/"an" agreeing with the word after it ("a Engineer" -> "an Engineer")."""
     def agree(match: re.Match[str]) -> str:
-        article = _ENGINE.a(match.group(2)).split(" ", 1)[0]
+        article = _article_for(match.group(2))
         if match.group(1)[0].isupper():
             article = article.capitalize()
         return f"{article} {match.group(2)}"
