@@ -7,7 +7,6 @@ every published solution again (``Rejected("identity", ...)``).
 
 from __future__ import annotations
 
-import re
 from typing import Any, Mapping
 
 from compoenv.roles import IDENTITY
@@ -69,14 +68,16 @@ def call_problem(spec: ToolSpec, arguments: Mapping[str, Any], world: World) -> 
             places["destination"]).casefold():
         return "same_place"
     for start, end in _ENDPOINTS:  # a ride from an address to itself, a range of one value
-        a = next((v for k, v in arguments.items() if start.search(k)), None)
-        b = next((v for k, v in arguments.items() if end.search(k)), None)
-        if a is not None and b is not None and str(a).casefold() == str(b).casefold():
-            return "same_place"
+        for key, value in arguments.items():
+            if key == start or key.startswith(start + "_"):
+                other = arguments.get(end + key[len(start):])
+                if other is not None and str(value).casefold() == str(other).casefold():
+                    return "same_place"
     return None
 
 
-_ENDPOINTS = tuple((re.compile(a), re.compile(b)) for a, b in (
-    (r"^(origin|pickup|from|source)(_|$)", r"^(destination|dropoff|to|target)(_|$)"),
-    (r"(^|_)from(_date)?$", r"(^|_)(to|until)(_date)?$"),
-))
+# (start, end) name prefixes of the two ends of a trip or a range: origin_city/destination_city,
+# pickup_address/dropoff_address, from_date/to_date, start_date/end_date, check_in/check_out
+_ENDPOINTS = (("origin", "destination"), ("pickup", "dropoff"), ("from", "to"),
+              ("source", "target"), ("start", "end"), ("check_in", "check_out"),
+              ("period_start", "period_end"))

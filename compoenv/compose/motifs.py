@@ -10,6 +10,7 @@ import itertools
 import math
 from typing import Any, Callable, Iterator
 
+from compoenv.compose.identity import call_problem
 from compoenv.compose.labels import field_label
 from compoenv.compose.render import noun, phrase, plural, reference
 from compoenv.compose.values import can_state
@@ -167,8 +168,10 @@ def fan_out(walker: Walker, index: int) -> None:
                                      for b in first_item):
             continue  # a name or email stated once cannot belong to every item
         per_item = [_for_item(first_item, index, k, walker) for k in range(len(items))]
-        if any(b is None for b in per_item):
-            continue
+        if any(b is None or call_problem(walker.graph.specs[edge.target],
+                                         {x.param: x.value for x in b},
+                                         walker.session.world) for b in per_item):
+            continue  # an item with no value, or one whose call could not be real
         carried = {tuple(b.value for b in bindings if b.source == index) for bindings in per_item}
         if len(carried) != len(per_item):
             continue  # two items would get the very same call

@@ -16,6 +16,8 @@ from typing import Any, Callable
 from compoenv._cache import ByIdentity
 from compoenv.schema import is_valid
 from compoenv.schema_check import check_for
+from compoenv.businesses import KINDS as BUSINESS_KINDS
+from compoenv.magnitudes import draw
 from compoenv.world import Person, World
 from compoenv.worldmodel.base import ToolAnswer, ToolRequest, WorldModelError
 
@@ -115,10 +117,28 @@ class _Maker:
             if wanted:
                 return wanted[0]
         if interface is not None:
-            generated = self.semantic(interface, person)
+            generated = self.by_role(interface, schema.get("x-role"), person)
+            if generated is None:
+                generated = self.semantic(interface, person)
             if generated is not None and _fits(generated, schema):
                 return generated
         return self.plain(schema, name)
+
+    def by_role(self, interface: str, role: str | None, person: Person) -> Any:
+        """A value that fits the slot's role: a restaurant's name is one of the World's
+        restaurants (in the city asked about), a salary one for the person's title and city,
+        the user's own fields for the user (None: no role-specific value)."""
+        if role is None:
+            return None
+        if interface == "OrganizationName" and role in BUSINESS_KINDS:
+            city = self.arg_by_interface.get("City")
+            found = self.world.businesses_in(role, city) or self.world.businesses_in(role)
+            return self.rng.choice(found).name if found else None
+        if role == "self":
+            return _person_value(interface, self.world.user)
+        if interface == "Money":
+            return draw(role, self.rng, title=person.title, city=person.city)
+        return None
 
     def record(self, schema: dict[str, Any]) -> dict[str, Any]:
         """An object: one person behind its personal fields, and each required argument echoed
