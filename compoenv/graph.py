@@ -41,9 +41,12 @@ class ToolGraph:
 
     Args:
         specs: The tools; nodes are their qualified names.
+        related: Whether a request may go from one service to another (by name); edges
+            between unrelated services are left out (default: every pair is related).
     """
 
-    def __init__(self, specs: Iterable[ToolSpec]) -> None:
+    def __init__(self, specs: Iterable[ToolSpec],
+                 related: Callable[[str, str], bool] | None = None) -> None:
         self.specs: dict[str, ToolSpec] = {s.qualified_name: s for s in specs}
         self._starts: list[str] | None = None
         self._memo: dict[Any, Any] = {}
@@ -53,15 +56,21 @@ class ToolGraph:
             for slot in spec.outputs:
                 producers.setdefault(slot.interface, []).append((name, slot.path, slot.role))
         self._out: dict[str, list[Edge]] = {name: [] for name in self.specs}
+        near: dict[tuple[str, str], bool] = {}
         for target, spec in self.specs.items():
             for slot in spec.inputs:
                 if not slot.required or len(slot.path) != 1:
                     continue
                 for source, path, role in producers.get(slot.interface, ()):
                     # interface and role must fit: a lead's value is no salary (compoenv.roles)
-                    if source != target and compatible(slot.interface, role, slot.role):
-                        self._out[source].append(
-                            Edge.between(source, target, slot.interface, path, slot.path[0]))
+                    if source == target or not compatible(slot.interface, role, slot.role):
+                        continue
+                    # and the services must belong in one request: a lead is not parked at
+                    pair = (self.specs[source].service, spec.service)
+                    if related is not None and not near.setdefault(pair, related(*pair)):
+                        continue
+                    self._out[source].append(
+                        Edge.between(source, target, slot.interface, path, slot.path[0]))
 
     @property
     def graph(self) -> nx.MultiDiGraph:

@@ -103,6 +103,18 @@ class Registry:
             out.setdefault(self._services[name].domain, []).append(name)
         return out
 
+    def related(self, a: str, b: str) -> bool:
+        """Whether a request may plausibly go from service ``a`` to ``b`` (either way): the
+        same service, one names the other (or ``"*"``) in ``related``, or one declares no
+        neighbours at all (an untagged plugin joins anything, as it did before it was tagged).
+        A lead's company may be researched on the web, but not parked at."""
+        if a == b:
+            return True
+        first, second = self.get(a).related, self.get(b).related
+        if not first or not second:
+            return True
+        return "*" in first or "*" in second or b in first or a in second
+
     def fingerprint(self, services: Iterable[str]) -> dict[str, str]:
         """Versions of the named services, recorded in tasks to detect stale task files."""
         return {name: self.get(name).version for name in sorted(services)}

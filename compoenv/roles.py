@@ -186,7 +186,7 @@ FEEDS: dict[str, frozenset[str]] = {
     "rate": frozenset({"rate", "price"}),
     "rent": frozenset({"rent"}),
     "fare": frozenset({"fare", "price"}),
-    "income": frozenset({"income", "salary", "pay"}),
+    "income": frozenset({"income", "salary"}),
     "amount_due": frozenset({"amount_due", "balance"}),
     "balance": frozenset({"balance"}),
     "total": frozenset({"total"}),

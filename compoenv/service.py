@@ -349,6 +349,9 @@ class Service:
     name: ClassVar[str] = ""
     domain: ClassVar[str] = "general"
     version: ClassVar[str] = "1"
+    # services a request that uses this one plausibly continues into ("*": every one, as for
+    # email or a calendar); see Registry.related
+    related: ClassVar[tuple[str, ...]] = ()
 
     class State(State):
         pass

@@ -51,7 +51,7 @@ def test_a_composition_that_does_not_regenerate_identically_is_rejected(tasks50,
     calls = iter(range(1_000))  # shared state that leaks into the instruction: a planted bug
     render = generator.render_instruction
     monkeypatch.setattr(generator, "render_instruction",
-                        lambda walk: f"{render(walk)} (#{next(calls)})")
+                        lambda walk, context=None: f"{render(walk, context)} (#{next(calls)})")
     with pytest.raises(Rejected) as info:
         composer.compose(seed)
     assert info.value.reason == "not_reproducible"

@@ -155,6 +155,7 @@ MORE_GOOD = [
     ("L106", _text("Open a deal with Helix Ventures worth 109.", "crm")),
     ("L106", _text('Create a project "Project sync".', "project_tracker")),
     ("L107", _text('Send the body "Are you free? let me know." to Sara Kim.')),
+    ("L107", _text("Quote parking at Station Parking Co. in London for 60 minutes.")),
     ("L110", _text("Start an expense report for the trip from 2026-03-21 to 2026-03-26.")),
     ("L111", _text("Book a trip to the author of the article's city.")),
     ("L203", Example(calls=(("payroll__get_pay_stub", {"employee_name": USER,

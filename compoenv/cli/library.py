@@ -71,7 +71,8 @@ def graph(as_json: bool, png: str | None, services_only: bool) -> None:
     if services_only and not png:
         raise click.BadParameter("only applies to a drawing: add --png FILE",
                                  param_hint="'--services-only'")
-    tool_graph = ToolGraph(Registry.default().tools())
+    registry = Registry.default()
+    tool_graph = ToolGraph(registry.tools(), registry.related)
     if png:
         _draw_graph(tool_graph, png, services_only)
         click.echo(png, err=as_json)

@@ -8,6 +8,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
+from compoenv.compose.context import context_line
 from compoenv.compose.render import render_instruction
 from compoenv.compose.rewrite import RewriteStats, rewrite_instruction
 from compoenv.compose.rubric import answer_text, build_rubric
@@ -123,7 +124,7 @@ class Composer:
         names = self.config.services or tuple(self.registry.names())
         for name in self.config.require:
             self.registry.get(name)  # an unknown name fails here, with "did you mean"
-        self.graph = ToolGraph(self.registry.tools(names))
+        self.graph = ToolGraph(self.registry.tools(names), self.registry.related)
         self._service_view = self.graph.service_graph()
         self.rejections: Counter[str] = Counter()
         self.rejections_by_tool: Counter[tuple[str, str]] = Counter()
@@ -204,7 +205,9 @@ class Composer:
         domains = Counter(self.registry.get(s).domain for s in services)
         capabilities = _capabilities(walk)
         task = Task(
-            instruction=render_instruction(walk), services=services, distractors=distractors,
+            instruction=render_instruction(walk, context_line(
+                self.registry.get(walk.steps[0].spec.service).domain, world.user, seed)),
+            services=services, distractors=distractors,
             seed=world.seed,
             walk_seed=seed,
             date=world.today.isoformat(),

@@ -131,6 +131,8 @@ def _plain(field: str, owner: str) -> str:
     while len(parts) > 1 and parts[-1] in _UNITS:
         parts.pop()  # "duration minutes" -> "duration"
     owner_words = owner.split()
+    if owner_words and parts == owner_words[-len(parts):]:
+        return "name"  # the "city" of a visitor city is its name
     if owner_words and len(parts) > len(owner_words) and parts[:len(owner_words)] == owner_words:
         parts = parts[len(owner_words):]  # "restaurant name" of a restaurant -> "name"
     elif owner_words and len(parts) > 1 and parts[0] == owner_words[-1]:

@@ -10,7 +10,7 @@ import itertools
 import math
 from typing import Any, Callable, Iterator
 
-from compoenv.compose.identity import call_problem
+from compoenv.compose.identity import call_problem, person_of
 from compoenv.compose.labels import field_label
 from compoenv.compose.render import noun, phrase, plural, reference
 from compoenv.compose.values import can_state
@@ -162,6 +162,8 @@ def fan_out(walker: Walker, index: int) -> None:
     items = step.result
     edges = [e for e in fan_edges(walker.graph, step.spec)
              if e.target not in walker.used and walker._allowed(e.target)]
+    stated, world = walker.stated(), walker.session.world
+    named = {person_of(b.value, world) for b in step.bindings if b.source is None} - {None}
     for edge in itertools.islice(_in_random_order(edges, walker.rng), 12):
         first_item = _item_bindings(walker, index, edge, 0)
         if first_item is None or any(b.source is None and b.interface in _PERSONAL
@@ -175,6 +177,9 @@ def fan_out(walker: Walker, index: int) -> None:
         carried = {tuple(b.value for b in bindings if b.source == index) for bindings in per_item}
         if len(carried) != len(per_item):
             continue  # two items would get the very same call
+        if any(str(v).casefold() in stated or person_of(v, world) in named
+               for values in carried for v in values):
+            continue  # "for each article by Lara Hayes, message its author": one person
         spec = walker.graph.specs[edge.target]
         first = len(walker.walk.steps)
         point = walker.checkpoint()
@@ -204,7 +209,7 @@ def _item_bindings(walker: Walker, index: int, edge: Edge, item: int) -> list[Bi
                    for v in extract(walker.walk.steps[index].result, (f"#{item}",) + s.path[1:])]
     # item values first: a name or city for "each" item comes from that item
     return bind(walker.graph.specs[edge.target], edge, value, walker.available + item_values,
-                 walker.session, walker.rng)
+                walker.session, walker.rng, walker.walk.steps[index].spec)
 
 
 def _for_item(bindings: list[Binding], index: int, item: int,
@@ -274,13 +279,16 @@ def _writes_avoiding(walker: Walker, service: str,
     found: list[tuple[ToolSpec, list[Binding]]] = []
     seen: set[str] = set()
     specs = walker.graph.specs
+    stated = walker.stated()
     candidates = [(e, v) for e, v in walker._options(about, _is_write)
-                  if e.target_service != service and _acts_on(e.interface)]
+                  if e.target_service != service and _acts_on(e.interface)
+                  and str(v.value).casefold() not in stated]
     for edge, value in _in_random_order(candidates, walker.rng):
         spec = specs[edge.target]
         if edge.target in seen:
             continue
-        bindings = bind(spec, edge, value, walker.available, walker.session, walker.rng)
+        bindings = bind(spec, edge, value, walker.available, walker.session, walker.rng,
+                        walker.walk.steps[value.step].spec)
         if bindings is not None:
             found.append((spec, bindings))
             seen.add(edge.target)

@@ -116,8 +116,8 @@ def noun(spec: ToolSpec) -> str:
     return noun_
 
 
-def render_instruction(walk: Walk) -> str:
-    """One request: house rules, the steps in order, then what to report."""
+def render_instruction(walk: Walk, context: str | None = None) -> str:
+    """One request: house rules, a line of context, the steps in order, then what to report."""
     sentences = []
     for i, segment in enumerate(walk.segments):
         text = segment.text
@@ -132,7 +132,7 @@ def render_instruction(walk: Walk) -> str:
     elif walk.report is not None and walk.report.source is not None:
         producer = walk.steps[walk.report.source].spec
         sentences.append(f"Tell me {reference(producer, walk.report.path, walk.report.interface)}.")
-    request = " ".join(sentences)
+    request = " ".join(([context] if context else []) + sentences)
     if walk.rules:
         return "House rules: " + " ".join(walk.rules) + "\nRequest: " + request
     return request

@@ -9,9 +9,11 @@ from typing import Any, Callable, Mapping
 
 from compoenv.compose.identity import call_problem, person_of
 from compoenv.compose.records import Binding, Step, Value
+from compoenv.compose.render import noun
 from compoenv.compose.values import MISSING, fresh_value, record_value
 from compoenv.graph import Edge, ToolGraph
 from compoenv.interfaces import STATABLE
+from compoenv.magnitudes import plausible
 from compoenv.roles import IDENTITY, compatible
 from compoenv.schema import Slot, extract, is_valid
 from compoenv.service import ToolSpec
@@ -97,13 +99,25 @@ def _group(slot: Slot) -> str:
 
 
 def bind(spec: ToolSpec, edge: Edge, value: Value, available: list[Value],
-         session: Session, rng: random.Random) -> list[Binding] | None:
+         session: Session, rng: random.Random, source: ToolSpec | None = None,
+         ) -> list[Binding] | None:
     """The arguments of a candidate call fed by ``value`` along ``edge``: other required
     inputs from earlier results whose roles fit, or stated by the user; None when the call
-    could not be a real request (``identity.call_problem``) or would fail validation."""
+    could not be a real request (``identity.call_problem``) or would fail validation.
+
+    ``source`` is the tool that found ``value``: a message to someone it found is about
+    what it found ("About your support ticket"), and its text is the user's own, never
+    another record's text carried over (messaging an author their own article's summary).
+    """
     props = spec.parameters.get("properties", {})
     world = session.world
     slots = {s.path[0]: s for s in spec.inputs if len(s.path) == 1}
+    to_person = any(s.interface in IDENTITY and s.required for s in spec.inputs)
+    if to_person and edge.interface in _WORDS:
+        return None  # what a user writes to a person is their own words
+    about = None
+    if source is not None and edge.interface in IDENTITY:
+        about = (noun(source), value.slot.path[-1] in _OWN_FIELDS)
     # A write keyed by an entity's id takes its new values from the user, not from the same
     # entity (moving an event to its own start time would change nothing).
     rewrites = not spec.read_only and edge.interface.endswith("Id")
@@ -122,9 +136,10 @@ def bind(spec: ToolSpec, edge: Edge, value: Value, available: list[Value],
             continue
         group = _group(slot) if slot.interface in IDENTITY else None
         want = people.get(group) if group else None
-        fits = [v for v in reversed(available) if v.slot.interface == slot.interface
-                and compatible(slot.interface, v.slot.role, slot.role)
-                and not (rewrites and v.step == value.step)]
+        fits = [] if to_person and slot.interface in _WORDS else [
+            v for v in reversed(available) if v.slot.interface == slot.interface
+            and compatible(slot.interface, v.slot.role, slot.role)
+            and not (rewrites and v.step == value.step)]
         if group is not None:
             fits = [v for v in fits if (person_of(v.value, world) == want if want is not None
                                         else person_of(v.value, world) not in people.values())]
@@ -146,22 +161,30 @@ def bind(spec: ToolSpec, edge: Edge, value: Value, available: list[Value],
             if group is not None and person is None:
                 person = _someone(slot.role, world, rng, set(people.values()))
                 people[group] = person
-            stated = fresh_value(param, props[param], session.world, rng, person, spec.service)
+            stated = fresh_value(param, props[param], session.world, rng, person, spec.service,
+                                 about)
         if stated is MISSING:
             return None
         bindings.append(Binding(param, stated, interface=slot.interface))
     for param in spec.parameters.get("required", ()):
         if param in {b.param for b in bindings}:
             continue
-        stated = fresh_value(param, props[param], session.world, rng, carried, spec.service)
+        stated = fresh_value(param, props[param], session.world, rng, carried, spec.service,
+                             about)
         if stated is MISSING:
             return None
         bindings.append(Binding(param, stated))
     bindings = in_order(bindings)
     if call_problem(spec, {b.param: b.value for b in bindings}, world) is not None:
         return None
+    if any(b.source is not None and b.interface == "Money" and b.param in slots
+           and not plausible(slots[b.param].role, b.value) for b in bindings):
+        return None  # a 5.49 price is no property value, a monthly pay no annual income
     return bindings
 
+
+_OWN_FIELDS = frozenset({"name", "email", "phone", "phone_number", "full_name"})
+_WORDS = frozenset({"Text", "EmailSubject"})  # what a user writes to someone themself
 
 _RANGES = tuple((re.compile(a), re.compile(b)) for a, b in (
     (r"(^|_)(from|start|since|pickup|check_in|period_start)(_|$)",

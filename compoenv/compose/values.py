@@ -9,7 +9,7 @@ from typing import Any, Callable
 from pydantic import BaseModel, TypeAdapter
 
 from compoenv._cache import ByIdentity
-from compoenv.schema import Slot, compact_schema, extract, interface_slots
+from compoenv.schema import Slot, compact_schema, extract, interface_slots, is_valid
 from compoenv.service import Service, ToolSpec
 from compoenv.businesses import KINDS as BUSINESS_KINDS
 from compoenv.magnitudes import draw
@@ -27,6 +27,29 @@ _BODIES = ("Could you send me the latest numbers when you get a chance?",
            "Are you free for a short call this week?",
            "Please confirm the details when you can.",
            "Just checking in on the status of this.")
+# what a user writes to someone about the thing the request found: their ticket, their
+# article, a business they might visit, a professional they might hire
+_ABOUT_THEIRS = (("About your {noun}", "Following up on your {noun}",
+                  "A question about your {noun}"),
+                 ("I'm following up on your {noun}. Could you confirm the details when you get "
+                  "a chance?",
+                  "Thanks for your {noun}. Do you have a few minutes this week to go over it?",
+                  "A quick question about your {noun}: is everything still on track?"))
+_ABOUT_BUSINESS = (("Availability this week", "A question from a customer"),
+                   ("Hello, could you tell me your opening hours this week and whether I need "
+                    "to book ahead?",
+                    "Hello, do you have availability this week? I'd like to come by."))
+_ABOUT_PERSON = (("Are you available?", "A request for your services"),
+                 ("Hello, I found your profile and would like to ask whether you are available "
+                  "for a short call this week.",
+                  "Hello, are you taking on new work this month? I'd be glad to tell you more."))
+_BUSINESS_NOUNS = frozenset({"restaurant", "gym", "hotel", "pharmacy", "venue", "bank",
+                             "insurer", "clinic", "facility", "parking facility", "business",
+                             "location", "shop", "store"})
+# people found by what they do, whose services a user may ask for
+_PROFESSIONALS = frozenset({"translator", "trainer", "agent", "advisor", "lawyer", "tutor",
+                            "consultant", "freelancer", "contractor", "coach", "planner",
+                            "photographer", "designer", "accountant"})
 _TITLES = ("Project sync", "Budget review", "Coffee catch-up", "Planning session",
            "Design review", "Team lunch")
 _PLAIN = ("as discussed", "monthly settlement", "see attached", "per our agreement")
@@ -157,19 +180,27 @@ def record_value(service: Service, interface: str, rng: random.Random) -> Any:
 
 
 def fresh_value(param: str, schema: dict[str, Any], world: World, rng: random.Random,
-                person: Person | None = None, service: str = "") -> Any:
+                person: Person | None = None, service: str = "",
+                about: tuple[str, bool] | None = None) -> Any:
     """A value a user could state for ``param`` of ``service``, or MISSING when none can be
     invented.
 
     With ``person``, a name, email, phone, employer, title and city are that person's, so the
     values stated in one request agree with each other. The slot's role decides the rest: a
     salary is a salary for the person's title and city, a fee is a fee, a restaurant is one of
-    the World's restaurants (``compoenv.magnitudes``, ``World.businesses``).
+    the World's restaurants (``compoenv.magnitudes``, ``World.businesses``). With ``about``
+    (the noun of what the call acts on, and whether the recipient *is* that thing rather
+    than its person), a message's subject and body are about it.
     """
     if "anyOf" in schema:
         schema = next((b for b in schema["anyOf"] if b.get("type") != "null"), schema)
     interface = schema.get("x-interface")
     role = schema.get("x-role")
+    if about is not None and (interface in ("EmailSubject", "Text")
+                              or (interface is None and param in ("subject", "body"))):
+        text = _message_about(about, body=interface == "Text" or param == "body", rng=rng)
+        if is_valid(text, schema):
+            return text
     if interface == "OrganizationName" and role in BUSINESS_KINDS:
         return rng.choice(world.businesses_in(role)).name  # a gym is a gym
     if person is not None and interface in _PERSONAL:
@@ -203,6 +234,21 @@ def fresh_value(param: str, schema: dict[str, Any], world: World, rng: random.Ra
         item = fresh_value(param, schema["items"], world, rng, person, service)
         return MISSING if item is MISSING else [item]
     return MISSING
+
+
+def _message_about(about: tuple[str, bool], body: bool, rng: random.Random) -> str:
+    """A subject or body about ``about``: the recipient's own thing, a business, or a person
+    whose services the user wants."""
+    noun, itself = about
+    if not itself:
+        texts = _ABOUT_THEIRS
+    elif noun in _BUSINESS_NOUNS or noun.endswith(" facility"):
+        texts = _ABOUT_BUSINESS
+    elif noun.rsplit(" ", 1)[-1] in _PROFESSIONALS:
+        texts = _ABOUT_PERSON
+    else:  # someone a record names (an interaction's lead): a plain note
+        texts = (_SUBJECTS, _BODIES)
+    return rng.choice(texts[body]).format(noun=noun)
 
 
 def fresh_arguments(spec: ToolSpec, world: World, rng: random.Random) -> dict[str, Any] | None:

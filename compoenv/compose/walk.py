@@ -172,8 +172,12 @@ class Walker:
         # a read nothing uses would be a pointless step: older steps may feed the next one
         # only when the last step is a write, or its result is already used
         oldest = 0 if (not self.walk.steps[last].spec.read_only or last in consumed) else last
+        stated = self.stated()
         for source in range(last, oldest - 1, -1):
-            options = self._options(source, accept)
+            # a value the user stated, found again ("the venue's city" of the venue looked
+            # up in Lisbon), carries nothing: the request would just say Lisbon
+            options = [(e, v) for e, v in self._options(source, accept)
+                       if _key(v.value) not in stated]
             weights = self._weights([e for e, _ in options])
             while options and tried < self.attempts:
                 tried += 1
@@ -181,7 +185,8 @@ class Walker:
                 weights.pop(pick)
                 edge, value = options.pop(pick)
                 spec = self.graph.specs[edge.target]
-                bindings = bind(spec, edge, value, self.available, self.session, self.rng)
+                bindings = bind(spec, edge, value, self.available, self.session, self.rng,
+                                self.walk.steps[source].spec)
                 if bindings is None:
                     self._miss("unbindable", spec)
                 elif step := self.execute(spec, bindings, need_report):
@@ -189,12 +194,15 @@ class Walker:
         raise Rejected("dead_end", f"no executable step after {len(self.walk.steps)}",
                        (self.walk.steps[last].spec.qualified_name,))
 
+    def stated(self) -> set[str]:
+        """The values the request states outright (casefolded text)."""
+        return {_key(b.value) for s in self.walk.steps for b in s.bindings if b.source is None}
+
     def finish(self) -> Walk:
         """Pick the value to report when the walk ends in a read."""
         last = self.walk.steps[-1]
         if last.spec.read_only and self.walk.report is None:
-            stated = {str(b.value).casefold() for s in self.walk.steps for b in s.bindings
-                      if b.source is None}
+            stated = self.stated()
             index = len(self.walk.steps) - 1
             choices = reportable(last, index, stated) or [
                 v for v in self.available if v.step == index and v.slot.path[0][:1] == "#"
@@ -260,6 +268,10 @@ class Walker:
         if into and rest:
             weights = [w * 4.0 * rest / into if h == 0 else w for w, h in zip(weights, hops)]
         return weights
+
+
+def _key(value: Any) -> str:
+    return str(value).casefold()
 
 
 def random_walk(graph: ToolGraph, session: Session, rng: random.Random, hops: int,

@@ -191,7 +191,8 @@ def service_from_spec(spec: dict[str, Any], base: type[Service]) -> type[Service
     tools = spec_tools(spec)
     cls = type(f"Spec_{spec['name']}", (base,), {
         "__doc__": spec["description"], "name": spec["name"], "domain": spec["domain"],
-        "version": spec.get("version", "1"), "__module__": f"compoenv.specs.{spec['name']}",
+        "related": tuple(spec.get("related", ())), "version": spec.get("version", "1"),
+        "__module__": f"compoenv.specs.{spec['name']}",
     })
     cls._spec_tools = tools  # type: ignore[attr-defined]
     return cls

@@ -35,6 +35,7 @@ class Shop(Service):
 
     name = "shop"
     domain = "commerce"
+    related = ("helpdesk", "reviews", "invoices", "bank", "recipes", "analytics", "ads_manager")
 
     class State(State):
         products: dict[str, Product] = {}

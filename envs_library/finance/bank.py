@@ -32,6 +32,7 @@ class Bank(Service):
 
     name = "bank"
     domain = "finance"
+    related = ("invoices", "payroll", "expense_reports", "tax_advisor", "crypto_wallet", "stock_market", "insurance", "real_estate", "shop")
 
     class State(State):
         accounts: dict[str, Account] = {}

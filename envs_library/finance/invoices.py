@@ -31,6 +31,7 @@ class Invoices(Service):
 
     name = "invoices"
     domain = "finance"
+    related = ("bank", "crm", "expense_reports", "tax_advisor", "helpdesk", "shop")
 
     class State(State):
         invoices: dict[str, Invoice] = {}

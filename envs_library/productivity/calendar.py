@@ -34,6 +34,7 @@ class Calendar(Service):
 
     name = "calendar"
     domain = "productivity"
+    related = ("*",)
 
     class State(State):
         events: dict[str, Event] = {}

@@ -21,6 +21,7 @@ class Contacts(Service):
 
     name = "contacts"
     domain = "productivity"
+    related = ("*",)
 
     class State(State):
         contacts: dict[str, Contact] = {}

@@ -45,6 +45,7 @@ class Email(Service):
 
     name = "email"
     domain = "productivity"
+    related = ("*",)
 
     class State(State):
         messages: dict[str, EmailMessage] = {}

@@ -28,6 +28,7 @@ class Flights(Service):
 
     name = "flights"
     domain = "travel"
+    related = ("hotels", "car_rental", "weather", "maps", "ride_hailing", "parking", "expense_reports", "translation", "insurance", "events_tickets")
 
     class State(State):
         flights: dict[str, Flight] = {}

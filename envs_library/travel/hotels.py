@@ -28,6 +28,7 @@ class Hotels(Service):
 
     name = "hotels"
     domain = "travel"
+    related = ("flights", "car_rental", "maps", "weather", "restaurants", "events_tickets", "reviews", "parking", "ride_hailing", "expense_reports", "translation")
 
     class State(State):
         hotels: dict[str, Hotel] = {}

@@ -22,6 +22,7 @@ class Weather(Service):
 
     name = "weather"
     domain = "travel"
+    related = ("flights", "hotels", "car_rental", "events_tickets", "fitness", "real_estate", "maps")
 
     class State(State):
         """Forecasts have no state: each is a pure function of (world seed, city, date)."""

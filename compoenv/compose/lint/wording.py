@@ -191,7 +191,9 @@ def check_placeholder(ctx: TaskContext) -> Iterator[Hit]:
 
 
 _LABEL = re.compile(r"^(?:House rules|Request): ")
-_BREAK = re.compile(r"[.!?][\"')\u201d]*\s+(?=\S)")
+# a sentence ends at . ! or ?, but not at the dot of an abbreviation in a name ("Co.", "St.")
+_BREAK = re.compile(r"(?<!\bCo)(?<!\bInc)(?<!\bLtd)(?<!\bSt)(?<!\bDr)(?<!\bMr)(?<!\bMs)"
+                    r"(?<!\bMrs)(?<!\bJr)(?<!\bAve)(?<!\bNo)[.!?][\"')\u201d]*\s+(?=\S)")
 _END = re.compile(r"[.!?][\"')\u201d]*$")
 
 
