@@ -52,6 +52,7 @@ def per_core_speed(n: int) -> dict[str, Any]:
     composer = worker_composer(config)
     for seed in range(config.worlds):
         world = World.get(seed)
+        world.businesses  # built on first use, once per world
         for name in composer.registry.names():
             composer.registry.get(name).create(world)
     list(composer.generate(50, seed=10_000))  # graph views and caches

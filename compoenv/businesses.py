@@ -9,6 +9,7 @@ the World's own random stream, so the same seed gives the same businesses byte f
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
 
 __all__ = ["Business", "KINDS", "build_businesses"]
@@ -97,7 +98,10 @@ PER_CITY = 3  # businesses of each kind in each city
 
 
 def _slug(name: str) -> str:
-    return "".join(c for c in name.lower() if c.isalnum()) or "business"
+    return _NOT_ALNUM.sub("", name.lower()) or "business"
+
+
+_NOT_ALNUM = re.compile(r"[\W_]+")
 
 
 def build_businesses(cities: list[str], rng: random.Random) -> dict[str, tuple[Business, ...]]:

@@ -12,7 +12,7 @@ from typing import Any
 
 from compoenv.answers import SLACK, kind_of
 from compoenv.compose.records import Walk
-from compoenv.reward import record_dict, same_value
+from compoenv.reward import _as_number, normalize_text, record_dict, same_value
 from compoenv.schema import brief
 from compoenv.session import Session
 from compoenv.task import (
@@ -46,8 +46,15 @@ def _arguments(walk: Walk, service: str) -> tuple[dict[str, list[Any]], list[Any
     for step in walk.steps:
         if step.spec.service != service:
             continue
+        # a value carried from this service's own simulated answer (the street a booking
+        # was given, passed on to the next booking) was the world model's choice, not the
+        # request's: it fixes no field of the record it came from
+        echoes = {b.param for b in step.bindings if b.source is not None
+                  and walk.steps[b.source].spec.service == service
+                  and walk.steps[b.source].spec.simulated}
         for param, value in step.arguments.items():
-            given.setdefault(param, []).append(value)
+            if param not in echoes:
+                given.setdefault(param, []).append(value)
         if step.spec.read_only:
             continue
         for param, schema in step.spec.parameters.get("properties", {}).items():
@@ -60,14 +67,27 @@ def _among(value: Any, values: list[Any]) -> bool:
     return any(same_value(v, value) for v in values)
 
 
-def _fixed(field: str, value: Any, given: dict[str, list[Any]], simulated: bool) -> bool:
-    """Whether the request fixes a record's field: a typed tool is a function of its
-    arguments, so a field holding an argument's value holds it because of the request; a
-    simulated tool echoes an argument under the argument's own name, and any other field is
-    the world model's choice (its "source language" may happen to equal the target)."""
-    if simulated:
-        return _among(value, given.get(field, []))
-    return any(_among(value, values) for values in given.values())
+class _Given:
+    """The values a service's calls were given, ready to be matched against record fields."""
+
+    def __init__(self, given: dict[str, list[Any]]) -> None:
+        self.by_param = given
+        self.all = [v for values in given.values() for v in values]
+        # a text that is no number equals a given value only as normalised text (no
+        # container or bool equals a str): one set lookup instead of a scan
+        self.texts = {normalize_text(v) for v in self.all
+                      if not isinstance(v, (dict, list, tuple, bool))}
+
+    def fixed(self, field: str, value: Any, simulated: bool) -> bool:
+        """Whether the request fixes a record's field: a typed tool is a function of its
+        arguments, so a field holding an argument's value holds it because of the request; a
+        simulated tool echoes an argument under the argument's own name, and any other field
+        is the world model's choice (its "source language" may happen to equal the target)."""
+        if simulated:
+            return _among(value, self.by_param.get(field, []))
+        if type(value) is str and _as_number(value) is None:
+            return normalize_text(value) in self.texts
+        return _among(value, self.all)
 
 
 def _state_criteria(service: str, session: Session, walk: Walk) -> list[Criterion]:
@@ -76,7 +96,8 @@ def _state_criteria(service: str, session: Session, walk: Walk) -> list[Criterio
     around them. Values a tool or the world model chose by itself are not checked."""
     before_all = session.initial_state(service).collections()
     simulated = isinstance(session.state(service), SimState)
-    given, defaults = _arguments(walk, service)
+    arguments, defaults = _arguments(walk, service)
+    given = _Given(arguments)
     out: list[Criterion] = []
     touched: list[str] = []
     for collection, after in session.state(service).collections().items():
@@ -88,7 +109,7 @@ def _state_criteria(service: str, session: Session, walk: Walk) -> list[Criterio
         deleted = [k for k in before if k not in after]
         for key in created:
             match = {f: v for f, v in record_dict(after[key]).items()
-                     if v != key and _fixed(f, v, given, simulated)}
+                     if v != key and given.fixed(f, v, simulated)}
             out.append(StateCriterion(
                 id="", service=service, collection=collection, match=match,
                 description=f"A new {noun} exists in {service}"
@@ -98,7 +119,7 @@ def _state_criteria(service: str, session: Session, walk: Walk) -> list[Criterio
             # a typed tool's own effects (a status moved to "cancelled") are the request's
             # doing; a simulated tool's are the world model's choice unless an argument says
             match = {f: v for f, v in new.items() if old.get(f) != v
-                     and (_fixed(f, v, given, simulated)
+                     and (given.fixed(f, v, simulated)
                           or not (simulated or _among(v, defaults)))}
             out.append(StateCriterion(
                 id="", service=service, collection=collection, key=key, match=match,
