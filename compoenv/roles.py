@@ -54,6 +54,7 @@ ROLES: dict[str, tuple[str, ...]] = {
         "recipient", "sender", "passenger", "driver", "tenant", "landlord", "member", "agent",
         "policyholder", "trainer", "translator", "advisor", "account_manager", "owner",
         "respondent", "visitor", "maintainer", "editor", "press", "approver",
+        "business_contact",
     ),
     "organization": (
         "employer", "company", "client", "vendor", "merchant", "restaurant", "gym", "hotel",
@@ -93,7 +94,7 @@ AGNOSTIC = frozenset({"recipient", "contact", "attendee", "location", "date", "c
 
 _PEOPLE = frozenset(ROLES["person"]) - {"self"}
 _PAID = frozenset({"amount_due", "price", "fee", "total", "fare", "rent", "premium", "cost",
-                   "tax", "deposit", "payment", "balance", "expense", "claim"})
+                   "deposit", "payment", "balance", "expense", "claim"})
 _CITIES = frozenset(ROLES["place"])
 _SOON = frozenset({"event_date", "start_date", "appointment", "departure", "arrival",
                    "check_in", "deadline", "due_date", "date"})
@@ -145,6 +146,8 @@ FEEDS: dict[str, frozenset[str]] = {
     "editor": frozenset({"editor", "author", "colleague"}),
     "press": frozenset({"press"}),
     "approver": frozenset({"approver", "manager", "hiring_manager"}),
+    # a business's own email or phone: it may be written to or saved, never be a person
+    "business_contact": frozenset({"business_contact"}),
     "self": frozenset({"self"}),
     # organisations: a business is only ever the kind of business it is
     "employer": frozenset({"employer"}),

@@ -123,6 +123,10 @@ def bind(spec: ToolSpec, edge: Edge, value: Value, available: list[Value],
     rewrites = not spec.read_only and edge.interface.endswith("Id")
     if not _accepts(props, edge.param, value.value):
         return None  # a refund of -12.50 where amounts are positive: the call would be a 400
+    if value.slot.role == "business_contact" and edge.param in slots and any(
+            s.interface == "PersonName" and s.required and len(s.path) == 1
+            and _group(s) == _group(slots[edge.param]) for s in spec.inputs):
+        return None  # a gym's front-desk email is nobody's name
     bindings = [Binding(edge.param, value.value, value.step, value.slot.path, edge.interface)]
     # people by the role they play in this call: the carried one, then whoever is found or
     # stated for the other roles (name, email and phone of one role belong to one person)
