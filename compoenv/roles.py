@@ -71,6 +71,10 @@ ROLES: dict[str, tuple[str, ...]] = {
         "home_city", "work_city", "origin", "destination", "venue_city", "hotel_city",
         "location", "headquarters", "property_city",
     ),
+    "link": (
+        "website", "page", "article", "document", "code", "resume", "receipt", "profile",
+        "report", "payment_link", "bookmark",
+    ),
     "date": (
         "date", "due_date", "issue_date", "start_date", "end_date", "birthday", "check_in",
         "check_out", "departure", "arrival", "appointment", "deadline", "pay_date",
@@ -84,13 +88,14 @@ KIND_OF: dict[str, str] = {role: kind for kind, roles in ROLES.items() for role 
 ROLE_INTERFACES: dict[str, str] = {
     "PersonName": "person", "EmailAddress": "person", "PhoneNumber": "person",
     "OrganizationName": "organization", "Money": "money", "City": "place", "Date": "date",
-    "DateTime": "date",
+    "DateTime": "date", "Url": "link",
 }
 IDENTITY = frozenset({"PersonName", "EmailAddress", "PhoneNumber"})  # fields of one person
 
 # inputs any value of their kind may fill: anyone may be messaged, added as a contact or asked
 # to a meeting; any city has weather and restaurants; any day can be looked up
-AGNOSTIC = frozenset({"recipient", "contact", "attendee", "location", "date", "company"})
+AGNOSTIC = frozenset({"recipient", "contact", "attendee", "location", "date", "company",
+                      "bookmark"})
 
 _PEOPLE = frozenset(ROLES["person"]) - {"self"}
 _PAID = frozenset({"amount_due", "price", "fee", "total", "fare", "rent", "premium", "cost",
@@ -234,6 +239,15 @@ FEEDS: dict[str, frozenset[str]] = {
     "period": frozenset({"period", "start_date", "end_date", "pay_date", "due_date"}),
     "created": frozenset(), "updated": frozenset(), "posted": frozenset(),
     "since": frozenset(),
+    # links: a site is analysed, an article read, a document translated; a payment link or
+    # an invoice's PDF feeds nothing but a bookmark
+    "website": frozenset({"website"}),
+    "page": frozenset({"page", "website", "article"}),
+    "article": frozenset({"article"}),
+    "document": frozenset({"document", "resume", "receipt"}),
+    "receipt": frozenset({"receipt", "document"}),
+    "code": frozenset(), "resume": frozenset(), "profile": frozenset(), "report": frozenset(),
+    "payment_link": frozenset(),
 }
 
 
@@ -246,13 +260,15 @@ def compatible(interface: str, out_role: str | None, in_role: str | None) -> boo
     """Whether an output of ``interface`` and ``out_role`` may fill an input of ``in_role``."""
     kind = ROLE_INTERFACES.get(interface)
     if kind is None:
-        return True  # ids, URLs, product names: the interface says it all
+        return True  # ids, product names, addresses: the interface says it all
     if in_role is None:
         return False  # an untagged input says nothing about what it takes
-    if in_role in AGNOSTIC:
+    if in_role in AGNOSTIC and out_role != "business_contact":
         return out_role is None or KIND_OF.get(out_role) == kind
     if out_role is None:
         return False
+    if out_role == "business_contact":
+        return in_role in ("recipient", "contact")  # a business is written to, not met
     if kind == "person" and in_role in ("recipient", "contact", "attendee"):
         return True
     return out_role in FEEDS.get(in_role, frozenset())
@@ -330,6 +346,18 @@ _DATE_WORDS: tuple[tuple[str, str], ...] = (
 )
 
 
+_LINK_WORDS: tuple[tuple[str, str], ...] = (
+    ("landing", "page"), ("target", "page"), ("referrer", "website"), ("website", "website"),
+    ("homepage", "website"), ("site", "website"), ("article", "article"), ("news", "article"),
+    ("post", "article"), ("resume", "resume"), ("cv", "resume"), ("receipt", "receipt"),
+    ("invoice", "report"), ("report", "report"), ("pay", "payment_link"),
+    ("checkout", "payment_link"), ("qr", "payment_link"), ("profile", "profile"),
+    ("repo", "code"), ("pull", "code"), ("commit", "code"), ("document", "document"),
+    ("file", "document"), ("download", "document"), ("attachment", "document"),
+    ("form", "document"), ("bookmark", "bookmark"), ("page", "page"),
+)
+
+
 def infer_role(interface: str, name: str, context: str | None = None) -> str | None:
     """A role for a slot from its field name (and, for identity fields, the role of the
     object it sits in): the table importers use. None when nothing fits."""
@@ -348,7 +376,8 @@ def infer_role(interface: str, name: str, context: str | None = None) -> str | N
         stem = re.sub(r"_?name$", "", field)
         return _ORG_WORDS.get(stem) or _ORG_WORDS.get(stem.split("_")[0]) or (
             context if KIND_OF.get(context or "") == "organization" else None)
-    table = {"money": _MONEY_WORDS, "place": _CITY_WORDS, "date": _DATE_WORDS}.get(kind or "")
+    table = {"money": _MONEY_WORDS, "place": _CITY_WORDS, "date": _DATE_WORDS,
+             "link": _LINK_WORDS}.get(kind or "")
     if table is None:
         return None
     for word, role in table:

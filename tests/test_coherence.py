@@ -4,6 +4,7 @@ new, messages about what was found, and a line of context."""
 from __future__ import annotations
 
 import random
+from typing import Annotated
 import pytest
 
 from compoenv.compose import Composer, ComposerConfig
@@ -12,9 +13,12 @@ from compoenv.compose.values import fresh_value
 from compoenv.graph import ToolGraph
 from compoenv.interfaces import PersonName, Url
 from compoenv.registry import Registry
-from compoenv.roles import IDENTITY
+from compoenv.roles import IDENTITY, Role
 from compoenv.service import Service, tool
 from compoenv.world import World
+
+
+Site = Annotated[Url, Role("website")]
 
 
 def _service(name: str, related: tuple[str, ...]) -> type[Service]:
@@ -24,12 +28,12 @@ def _service(name: str, related: tuple[str, ...]) -> type[Service]:
         domain = "testing"
 
         @tool(read_only=True)
-        def find(self, name: PersonName) -> Url:
+        def find(self, name: Annotated[PersonName, Role("contact")]) -> Site:
             """Find a person's home page."""
-            return Url(f"https://example.org/{name}")
+            return f"https://example.org/{name}"
 
         @tool()
-        def bookmark(self, url: Url) -> str:
+        def bookmark(self, url: Site) -> str:
             """Bookmark a page."""
             return "saved"
 

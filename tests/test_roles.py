@@ -59,7 +59,9 @@ def test_compatibility(interface, out_role, in_role, fits):
     ("City", "city", None, "location"),
     ("Date", "due_date", None, "due_date"),
     ("Date", "applied_on", None, "application_date"),
-    ("Url", "website", None, None),
+    ("Url", "website", None, "website"),
+    ("Url", "landing_page", None, "page"),
+    ("PostalCode", "postal_code", None, None),
 ])
 def test_roles_are_inferred_from_names(interface, name, context, role):
     assert infer_role(interface, name, context) == role

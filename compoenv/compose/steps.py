@@ -112,9 +112,8 @@ def bind(spec: ToolSpec, edge: Edge, value: Value, available: list[Value],
     props = spec.parameters.get("properties", {})
     world = session.world
     slots = {s.path[0]: s for s in spec.inputs if len(s.path) == 1}
-    to_person = any(s.interface in IDENTITY and s.required for s in spec.inputs)
-    if to_person and edge.interface in _WORDS:
-        return None  # what a user writes to a person is their own words
+    if edge.interface in _WORDS and not spec.read_only:
+        return None  # what a user writes (to a person, into a document) is their own words
     about = None
     if source is not None and edge.interface in IDENTITY:
         about = (noun(source), value.slot.path[-1] in _OWN_FIELDS)
@@ -140,7 +139,7 @@ def bind(spec: ToolSpec, edge: Edge, value: Value, available: list[Value],
             continue
         group = _group(slot) if slot.interface in IDENTITY else None
         want = people.get(group) if group else None
-        fits = [] if to_person and slot.interface in _WORDS else [
+        fits = [] if slot.interface in _WORDS and not spec.read_only else [
             v for v in reversed(available) if v.slot.interface == slot.interface
             and compatible(slot.interface, v.slot.role, slot.role)
             and not (rewrites and v.step == value.step)]
@@ -184,7 +183,35 @@ def bind(spec: ToolSpec, edge: Edge, value: Value, available: list[Value],
     if any(b.source is not None and b.interface == "Money" and b.param in slots
            and not plausible(slots[b.param].role, b.value) for b in bindings):
         return None  # a 5.49 price is no property value, a monthly pay no annual income
+    if not _paid_to_its_own(bindings, slots) or not _ranges_in_order(bindings):
+        return None
     return bindings
+
+
+def _paid_to_its_own(bindings: list[Binding], slots: dict[str, Slot]) -> bool:
+    """A carried amount is paid or refunded to whoever it belongs to: an invoice's total to
+    its vendor, a quote's premium to its insurer; never a product's price to a stranger."""
+    paid = [b for b in bindings if b.source is not None and b.interface == "Money"
+            and b.param in slots and slots[b.param].role in _PAYMENTS]
+    payees = [b for b in bindings if b.interface in _PAYEES]
+    return not paid or not payees or all(
+        any(p.source == b.source for p in payees) for b in paid)
+
+
+def _ranges_in_order(bindings: list[Binding]) -> bool:
+    """A range's start is not after its end, whichever of them was carried."""
+    dates = {b.param: b.value for b in bindings
+             if isinstance(b.value, str) and _DATE.match(b.value)}
+    for start, end in _RANGES:
+        a = next((v for p, v in dates.items() if start.search(p)), None)
+        z = next((v for p, v in dates.items() if end.search(p)), None)
+        if a is not None and z is not None and a[:10] > z[:10]:
+            return False
+    return True
+
+
+_PAYMENTS = frozenset({"payment", "refund"})
+_PAYEES = IDENTITY | {"OrganizationName"}
 
 
 _OWN_FIELDS = frozenset({"name", "email", "phone", "phone_number", "full_name"})

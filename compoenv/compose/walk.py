@@ -202,7 +202,9 @@ class Walker:
         """Pick the value to report when the walk ends in a read."""
         last = self.walk.steps[-1]
         if last.spec.read_only and self.walk.report is None:
-            stated = self.stated()
+            # what the request states, and what the last call was asked with: reporting
+            # either back is no answer ("the busiest day's website" of the website asked)
+            stated = self.stated() | {_key(b.value) for b in last.bindings}
             index = len(self.walk.steps) - 1
             choices = reportable(last, index, stated) or [
                 v for v in self.available if v.step == index and v.slot.path[0][:1] == "#"
