@@ -183,9 +183,25 @@ def bind(spec: ToolSpec, edge: Edge, value: Value, available: list[Value],
     if any(b.source is not None and b.interface == "Money" and b.param in slots
            and not plausible(slots[b.param].role, b.value) for b in bindings):
         return None  # a 5.49 price is no property value, a monthly pay no annual income
-    if not _paid_to_its_own(bindings, slots) or not _ranges_in_order(bindings):
+    if not (_paid_to_its_own(bindings, slots) and _ranges_in_order(bindings)
+            and _one_address(bindings) and _durations_of_durations(bindings)):
         return None
     return bindings
+
+
+def _one_address(bindings: list[Binding]) -> bool:
+    """A street and its city come from one record: a Madrid street is not valued in Chicago."""
+    streets = {b.source for b in bindings if b.interface == "StreetAddress"}
+    if not streets:
+        return True
+    return all(b.source in streets for b in bindings if b.interface == "City")
+
+
+def _durations_of_durations(bindings: list[Binding]) -> bool:
+    """A carried length of time is something's duration (a booking's, an event's), not a
+    commute time or a review turnaround that happens to be in minutes."""
+    return all(b.source is None or any(w in b.path[-1] for w in ("duration", "length"))
+               for b in bindings if b.interface == "DurationMinutes" and b.path)
 
 
 def _paid_to_its_own(bindings: list[Binding], slots: dict[str, Slot]) -> bool:

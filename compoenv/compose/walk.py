@@ -175,9 +175,12 @@ class Walker:
         stated = self.stated()
         for source in range(last, oldest - 1, -1):
             # a value the user stated, found again ("the venue's city" of the venue looked
-            # up in Lisbon), carries nothing: the request would just say Lisbon
+            # up in Lisbon), carries nothing: the request would just say Lisbon; nor does a
+            # value a step was asked with and echoes (the product rating's product name)
+            asked = stated | {_key(b.value) for s in self.walk.steps[:source + 1]
+                              for b in s.bindings}
             options = [(e, v) for e, v in self._options(source, accept)
-                       if _key(v.value) not in stated]
+                       if _key(v.value) not in asked]
             weights = self._weights([e for e, _ in options])
             while options and tried < self.attempts:
                 tried += 1
