@@ -251,6 +251,16 @@ FEEDS: dict[str, frozenset[str]] = {
 }
 
 
+# a lookup for any day or city (the weather, restaurants, my events that day) follows only a
+# day or place the request is going to: a trip's destination, an event's venue, a booking's
+# date; not a transaction's date, a birthday, or the city a lead works in
+_WHEREVER: dict[str, frozenset[str]] = {
+    "location": frozenset({"destination", "venue_city", "hotel_city", "property_city"}),
+    "date": frozenset({"event_date", "start_date", "departure", "arrival", "appointment",
+                       "check_in", "due_date", "deadline", "pay_date"}),
+}
+
+
 def kind_of_interface(interface: str) -> str | None:
     """The role kind an interface takes, or None when it joins by interface alone."""
     return ROLE_INTERFACES.get(interface)
@@ -263,6 +273,8 @@ def compatible(interface: str, out_role: str | None, in_role: str | None) -> boo
         return True  # ids, product names, addresses: the interface says it all
     if in_role is None:
         return False  # an untagged input says nothing about what it takes
+    if in_role in _WHEREVER:  # any day or city, but one the user has a reason to go to
+        return out_role is None or out_role in _WHEREVER[in_role]
     if in_role in AGNOSTIC and out_role != "business_contact":
         return out_role is None or KIND_OF.get(out_role) == kind
     if out_role is None:

@@ -173,7 +173,12 @@ class Walker:
         # only when the last step is a write, or its result is already used
         oldest = 0 if (not self.walk.steps[last].spec.read_only or last in consumed) else last
         stated = self.stated()
-        for source in range(last, oldest - 1, -1):
+        # a request is about one thing: once the last step is used, the next one acts on
+        # what the request started from (the lead, the invoice) before anything found later
+        order = list(range(last, oldest - 1, -1))
+        if oldest == 0 and last > 0:
+            order = [0] + order[:-1]
+        for source in order:
             # a value the user stated, found again ("the venue's city" of the venue looked
             # up in Lisbon), carries nothing: the request would just say Lisbon; nor does a
             # value a step was asked with and echoes (the product rating's product name)
