@@ -32,7 +32,9 @@ def test_every_role_in_the_table_is_in_the_vocabulary():
     ("OrganizationName", "gym", "gym", True),
     ("City", "home_city", "origin", True),               # travel from home
     ("City", "venue_city", "destination", True),
-    ("City", "home_city", "location", True),             # weather anywhere
+    ("City", "destination", "location", True),           # weather where the trip goes
+    ("City", "home_city", "location", False),            # not where a contact lives
+    ("Date", "posted", "date", False),                   # not the day a post went up
     ("Date", "due_date", "due_date", True),
     ("Date", "birthday", "check_in", False),
     ("FlightNumber", None, None, True),                  # ids join by interface alone
