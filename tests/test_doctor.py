@@ -46,6 +46,13 @@ class Lighthouses(Service):
         return list(self.state.beacons.values())
 
 
+class Berth(BaseModel):
+    """A berth in a city: a request by city can be grounded in one."""
+
+    city: City
+    keeper: PersonName
+
+
 class Keeper(BaseModel):
     """A record with no City field: a request by city cannot be grounded in one."""
 
@@ -79,11 +86,11 @@ class Moorings(Service):
     domain = "travel"
 
     class State(State):
-        keepers: dict[str, Keeper] = {}
+        berths: dict[str, Berth] = {}
 
     def seed(self, world: World) -> Moorings.State:
         people = world.rng(self.name).sample(world.people[1:], 3)
-        return self.State(keepers={p.name: Keeper(name=p.name, email=p.email) for p in people})
+        return self.State(berths={p.name: Berth(city=p.city, keeper=p.name) for p in people})
 
     @tool(read_only=True, phrase="find the mooring keeper in {city}")
     def find_mooring(self, city: Annotated[City, Role("location")]) -> Keeper:
