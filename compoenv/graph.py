@@ -11,7 +11,11 @@ from compoenv.interfaces import STATABLE
 from compoenv.roles import compatible
 from compoenv.service import ToolSpec
 
-__all__ = ["ToolGraph", "Edge"]
+__all__ = ["WORDS", "ToolGraph", "Edge"]
+
+
+# free text: a record's text may be read on (translated, looked up), not written on
+WORDS = frozenset({"Text", "EmailSubject"})
 
 
 class Edge(NamedTuple):
@@ -61,6 +65,8 @@ class ToolGraph:
             for slot in spec.inputs:
                 if not slot.required or len(slot.path) != 1:
                     continue
+                if slot.interface in WORDS and not spec.read_only:
+                    continue  # what a user writes is their own words, never a record's text
                 for source, path, role in producers.get(slot.interface, ()):
                     # interface and role must fit: a lead's value is no salary (compoenv.roles)
                     if source == target or not compatible(slot.interface, role, slot.role):

@@ -27,7 +27,8 @@ def test_known_cross_service_joins_exist():
     g = graph()
     pairs = {(e.source, e.target, e.interface) for n in g.specs for e in g.out_edges(n)}
     assert ("contacts__find_contact", "email__send_email", "EmailAddress") in pairs
-    assert ("contacts__find_contact", "weather__get_forecast", "City") in pairs
+    assert ("flights__search_flights", "weather__get_forecast", "City") in pairs
+    assert ("contacts__find_contact", "weather__get_forecast", "City") not in pairs  # no trip
     assert ("invoices__get_invoice", "bank__transfer", "Money") in pairs
 
 

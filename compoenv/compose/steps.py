@@ -11,7 +11,7 @@ from compoenv.compose.identity import call_problem, person_of
 from compoenv.compose.records import Binding, Step, Value
 from compoenv.compose.render import noun
 from compoenv.compose.values import MISSING, fresh_value, record_value
-from compoenv.graph import Edge, ToolGraph
+from compoenv.graph import WORDS, Edge, ToolGraph
 from compoenv.interfaces import STATABLE
 from compoenv.magnitudes import plausible
 from compoenv.roles import IDENTITY, compatible
@@ -112,8 +112,6 @@ def bind(spec: ToolSpec, edge: Edge, value: Value, available: list[Value],
     props = spec.parameters.get("properties", {})
     world = session.world
     slots = {s.path[0]: s for s in spec.inputs if len(s.path) == 1}
-    if edge.interface in _WORDS and not spec.read_only:
-        return None  # what a user writes (to a person, into a document) is their own words
     about = None
     if source is not None and edge.interface in IDENTITY:
         about = (noun(source), value.slot.path[-1] in _OWN_FIELDS)
@@ -139,7 +137,7 @@ def bind(spec: ToolSpec, edge: Edge, value: Value, available: list[Value],
             continue
         group = _group(slot) if slot.interface in IDENTITY else None
         want = people.get(group) if group else None
-        fits = [] if slot.interface in _WORDS and not spec.read_only else [
+        fits = [] if slot.interface in WORDS and not spec.read_only else [
             v for v in reversed(available) if v.slot.interface == slot.interface
             and compatible(slot.interface, v.slot.role, slot.role)
             and not (rewrites and v.step == value.step)]
@@ -231,7 +229,6 @@ _PAYEES = IDENTITY | {"OrganizationName"}
 
 
 _OWN_FIELDS = frozenset({"name", "email", "phone", "phone_number", "full_name"})
-_WORDS = frozenset({"Text", "EmailSubject"})  # what a user writes to someone themself
 
 _RANGES = tuple((re.compile(a), re.compile(b)) for a, b in (
     (r"(^|_)(from|start|since|pickup|check_in|period_start)(_|$)",
