@@ -82,6 +82,7 @@ def phrase(spec: ToolSpec, walk: Walk, bindings: list[Binding]) -> str:
     carried = {b.param for b in bindings if b.source is not None}
     template = _UNIT_AFTER.sub(lambda m: "{%s}" % m.group(1) if m.group(1) in carried
                                else m.group(0), template)
+    template, said = _one_source(template, bindings, walk)
     fields = {name for _, name, _, _ in string.Formatter().parse(template) if name}
     values: dict[str, str] = {}
     extras = []
@@ -94,12 +95,38 @@ def phrase(spec: ToolSpec, walk: Walk, bindings: list[Binding]) -> str:
             shown = reference(producer, b.path, b.interface)
         if b.param in fields:
             values[b.param] = shown
+        elif b.param in said:
+            continue
         elif not (_identifies(b) and b.param in spec.phrase if spec.phrase else False):
             extras.append(f"{words(b.param)} {shown}")
     for name in fields - values.keys():
         values[name] = "the default"
     text = fix_articles(_THE_THE.sub("the", template.format(**values)))
     return text + (f" ({'; '.join(extras)})" if extras else "")
+
+
+_ASIDE = re.compile(r"\{(\w+)\} \(([^()]*)\)")
+
+
+def _one_source(template: str, bindings: list[Binding], walk: Walk,
+                ) -> tuple[str, frozenset[str]]:
+    """"add {name} ({email}, {title} at {company}) to my contacts" with every value from the
+    one record that gave the name reads "add {name} (with their email, title and company
+    from that <record>) to my contacts": the record says it once. Returns the template and
+    the parameters it no longer names."""
+    source = {b.param: b.source for b in bindings}
+    for m in _ASIDE.finditer(template):
+        lead, aside = m.group(1), m.group(2)
+        inner = [name for _, name, _, _ in string.Formatter().parse(aside) if name]
+        step = source.get(lead)
+        if step is None or len(inner) < 2 or any(source.get(n) != step for n in inner):
+            continue
+        names = [words(n) for n in inner]
+        listed = ", ".join(names[:-1]) + " and " + names[-1]
+        noun_ = noun(walk.steps[step].spec)
+        return (template[:m.start()] + "{%s} (with their %s from that %s)" % (lead, listed, noun_)
+                + template[m.end():]), frozenset(inner)
+    return template, frozenset()
 
 
 def _plain_schema(schema: dict | None) -> dict | None:
