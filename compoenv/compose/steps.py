@@ -21,7 +21,8 @@ from compoenv.session import Session
 from compoenv.world import Person, World
 
 __all__ = ["single_values", "feeds", "bind", "single_result", "reportable", "worth_reporting",
-           "toward", "snapshot", "useful", "failure", "as_list_path"]
+           "toward", "snapshot", "useful", "failure", "as_list_path", "in_order",
+           "ranges_in_order"]
 
 
 _DULL = frozenset({"CurrencyCode", "CountryCode"})  # too guessable to be worth reporting
@@ -181,7 +182,7 @@ def bind(spec: ToolSpec, edge: Edge, value: Value, available: list[Value],
     if any(b.source is not None and b.interface == "Money" and b.param in slots
            and not plausible(slots[b.param].role, b.value) for b in bindings):
         return None  # a 5.49 price is no property value, a monthly pay no annual income
-    if not (_paid_to_its_own(bindings, slots) and _ranges_in_order(bindings)
+    if not (_paid_to_its_own(bindings, slots) and ranges_in_order(bindings)
             and _one_address(bindings) and _durations_of_durations(bindings)):
         return None
     return bindings
@@ -212,14 +213,15 @@ def _paid_to_its_own(bindings: list[Binding], slots: dict[str, Slot]) -> bool:
         any(p.source == b.source for p in payees) for b in paid)
 
 
-def _ranges_in_order(bindings: list[Binding]) -> bool:
-    """A range's start is not after its end, whichever of them was carried."""
+def ranges_in_order(bindings: list[Binding]) -> bool:
+    """A range's start comes before its end, whichever of them was carried: no trip back
+    before it leaves, no "from 2026-03-24 to 2026-03-24"."""
     dates = {b.param: b.value for b in bindings
              if isinstance(b.value, str) and _DATE.match(b.value)}
     for start, end in _RANGES:
         a = next((v for p, v in dates.items() if start.search(p)), None)
         z = next((v for p, v in dates.items() if end.search(p)), None)
-        if a is not None and z is not None and a[:10] > z[:10]:
+        if a is not None and z is not None and (a[:10] > z[:10] or a == z):
             return False
     return True
 

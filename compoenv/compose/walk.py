@@ -10,8 +10,8 @@ from typing import Any, Callable
 from compoenv.compose.records import Binding, Rejected, Segment, Step, Walk, Value
 from compoenv.compose.identity import call_problem
 from compoenv.compose.steps import (
-    _PULL, as_list_path, bind, in_order, failure, feeds, reportable, single_result, single_values,
-    snapshot, toward, useful, worth_reporting,
+    _PULL, as_list_path, bind, in_order, failure, feeds, ranges_in_order, reportable,
+    single_result, single_values, snapshot, toward, useful, worth_reporting,
 )
 from compoenv.compose.values import fresh_arguments, record_arguments
 from compoenv.graph import Edge, ToolGraph
@@ -82,8 +82,8 @@ class Walker:
                 continue
             kinds = {slot.path[0]: slot.interface for slot in spec.inputs}
             bindings = in_order([Binding(k, v, interface=kinds.get(k)) for k, v in args.items()])
-            if call_problem(spec, {b.param: b.value for b in bindings},
-                            self.session.world) is not None:
+            if not ranges_in_order(bindings) or call_problem(
+                    spec, {b.param: b.value for b in bindings}, self.session.world) is not None:
                 continue
             if step := self.execute(spec, bindings, fits=None if items is None else (
                     lambda found, low=items[0], high=items[1]:
