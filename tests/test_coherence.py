@@ -135,6 +135,8 @@ def test_a_message_to_someone_found_is_about_what_was_found():
     hire = fresh_value("body", {"type": "string", "x-interface": "Text"}, world, rng,
                        about=("personal trainer", True))
     assert hire.startswith("Hello,")
+    lead = fresh_value("subject", schema, world, rng, about=("lead", True))
+    assert lead in ("Following up", "Quick intro call?")
 
 
 def test_requests_open_with_a_line_of_context_from_their_domain(walks):

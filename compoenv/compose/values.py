@@ -46,6 +46,29 @@ _ABOUT_PERSON = (("Are you available?", "A request for your services"),
 _BUSINESS_NOUNS = frozenset({"restaurant", "gym", "hotel", "pharmacy", "venue", "bank",
                              "insurer", "clinic", "facility", "parking facility", "business",
                              "location", "shop", "store"})
+# people a request found by who they are to the user: what one writes to each
+_ABOUT_WHO: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "lead": (("Following up", "Quick intro call?"),
+             ("Hi, I wanted to follow up on our last conversation. Do you have time for a "
+              "quick call this week?",)),
+    "customer": (("Checking in", "How are things going?"),
+                 ("Hi, I wanted to check that everything is working well for you. Let me "
+                  "know if there is anything we can help with.",)),
+    "candidate": (("Your application", "Next steps"),
+                  ("Thanks for applying. Could we set up a short call this week to talk "
+                   "about the role?",)),
+    "contact": (("Catching up", "Coffee next week?"),
+                ("Hi, it has been a while. Would you be free for a coffee next week?",)),
+    "profile": (("Nice to connect", "Hello from a fellow professional"),
+                ("Hi, I came across your profile and would love to connect and compare "
+                 "notes some time.",)),
+    "respondent": (("Thanks for your response", "Following up on your answers"),
+                   ("Thanks for filling in the form. Could I ask you a couple of follow-up "
+                    "questions?",)),
+    "attendee": (("See you there", "Event details"),
+                 ("Looking forward to seeing you at the event. Let me know if you have any "
+                  "questions.",)),
+}
 # people found by what they do, whose services a user may ask for
 _PROFESSIONALS = frozenset({"translator", "trainer", "agent", "advisor", "lawyer", "tutor",
                             "consultant", "freelancer", "contractor", "coach", "planner",
@@ -244,6 +267,8 @@ def _message_about(about: tuple[str, bool], body: bool, rng: random.Random) -> s
         texts = _ABOUT_THEIRS
     elif noun in _BUSINESS_NOUNS or noun.endswith(" facility"):
         texts = _ABOUT_BUSINESS
+    elif noun.rsplit(" ", 1)[-1] in _ABOUT_WHO:
+        texts = _ABOUT_WHO[noun.rsplit(" ", 1)[-1]]
     elif noun.rsplit(" ", 1)[-1] in _PROFESSIONALS:
         texts = _ABOUT_PERSON
     else:  # someone a record names (an interaction's lead): a plain note
