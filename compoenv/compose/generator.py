@@ -190,7 +190,7 @@ class Composer:
         walker = Walker(self.graph, session, rng, cross_bias=cfg.cross_bias,
                         min_services=cfg.min_services, require=frozenset(cfg.require),
                         misses=self.misses if verify else None)
-        walk = realize(plan, walker, cfg.max_hops)
+        walk = realize(plan, walker, cfg.max_hops, cfg.min_hops)
         services = walk.services
         if not set(cfg.require).issubset(services):
             raise Rejected("missing_required", f"the walk never reached {cfg.require}")

@@ -55,8 +55,9 @@ def choose_plan(rng: random.Random, motifs: tuple[str, ...], min_hops: int,
     )
 
 
-def realize(plan: Plan, walker: Walker, max_hops: int) -> Walk:
-    """Run the walk the plan describes.
+def realize(plan: Plan, walker: Walker, max_hops: int, min_hops: int | None = None) -> Walk:
+    """Run the walk the plan describes. A chain that runs out of sensible next steps once it
+    has ``min_hops`` calls ends there (default: it must reach the plan's length).
 
     Raises:
         Rejected: the plan did not fit this world and seed (the reason says where).
@@ -85,8 +86,14 @@ def realize(plan: Plan, walker: Walker, max_hops: int) -> Walk:
         aggregate(walker, len(steps) - 1, report=True)
         if not plan.constraint:
             return walker.finish()
+    enough = room if min_hops is None else max(1, min(room, min_hops))
     while len(steps) < room:
-        walker.extend(need_report=not plan.constraint and len(steps) == room - 1)
+        try:
+            walker.extend(need_report=not plan.constraint and len(steps) == room - 1)
+        except Rejected as exc:
+            if exc.reason != "dead_end" or len(steps) < enough:
+                raise
+            break  # nothing sensible follows: the request is complete as it stands
     if plan.constraint:
         try:
             branch(walker)
