@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import copy
+from contextlib import contextmanager
+from contextvars import ContextVar
 import hashlib
 import inspect
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Mapping, TypeVar, TypedDict, get_type_hints, overload
+from typing import (
+    Any, Callable, ClassVar, Iterator, Mapping, TypeVar, TypedDict, get_type_hints, overload,
+)
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
@@ -17,7 +21,7 @@ from compoenv.world import World
 
 __all__ = [
     "Service", "State", "tool", "ToolError", "ToolSpec", "ToolMeta", "ToolResult",
-    "ok", "error", "qualified_name", "split_qualified", "did_you_mean",
+    "ok", "error", "qualified_name", "split_qualified", "did_you_mean", "without_hints",
 ]
 
 SEP = "__"
@@ -69,12 +73,29 @@ def split_qualified(name: str) -> tuple[str, str]:
 def did_you_mean(name: str, choices: Any, kind: str = "name") -> str:
     """``Unknown tool 'x'. Did you mean 'y'?``: the standard 404 message. Its cost is bounded
     (difflib over at most 24 candidates, a few times), as agents send unknown names by the
-    dozen."""
+    dozen; inside ``without_hints()`` (the composer, whose failed calls nobody reads) the hint
+    is left out."""
+    if not _HINTS.get():
+        return f"Unknown {kind} {brief(name)}."
     text = str(name)[:200]
     pool = sorted({str(c) for c in choices})  # sorted: the same hint in every process
     close = _close_names(text, pool)
     hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     return f"Unknown {kind} {brief(name)}.{hint}"
+
+
+_HINTS: ContextVar[bool] = ContextVar("compoenv_hints", default=True)
+
+
+@contextmanager
+def without_hints() -> Iterator[None]:
+    """Leave "Did you mean" hints out of 404 messages in this context: the composer tries
+    thousands of calls that fail and reads only that they failed."""
+    token = _HINTS.set(False)
+    try:
+        yield
+    finally:
+        _HINTS.reset(token)
 
 
 def _nearest(text: str, pool: list[str]) -> list[str]:

@@ -746,3 +746,12 @@ def test_a_tool_marked_simulated_is_answered_by_the_world_model_even_if_implemen
     result = Quotes(world).call("quote", {"topic": "rain"})
     assert result["success"] and result["simulated"] == "offline"
     assert result["data"] != {"text": "never used"}
+
+
+def test_hints_are_left_out_where_nobody_reads_them():
+    from compoenv.service import did_you_mean, without_hints
+
+    assert "Did you mean 'alpha'?" in did_you_mean("alpah", ["alpha", "beta"], "tool")
+    with without_hints():
+        assert did_you_mean("alpah", ["alpha", "beta"], "tool") == "Unknown tool 'alpah'."
+    assert "Did you mean" in did_you_mean("alpah", ["alpha", "beta"], "tool")

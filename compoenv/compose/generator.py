@@ -19,6 +19,7 @@ from compoenv.compose.walk import Rejected, Walk, Walker
 from compoenv.graph import ToolGraph
 from compoenv.llm import EndpointConfig
 from compoenv.registry import Registry
+from compoenv.service import without_hints
 from compoenv.session import Session
 from compoenv.task import Call, Task
 from compoenv.world import World
@@ -180,6 +181,10 @@ class Composer:
     def _build(self, seed: int, verify: bool = True) -> tuple[Task, Walk]:
         """The task for ``seed`` and its walk; without ``verify``, unchecked and without an id
         (a regeneration, compared with a checked build)."""
+        with without_hints():  # the walk's failed calls are counted, never read
+            return self._build_quietly(seed, verify)
+
+    def _build_quietly(self, seed: int, verify: bool) -> tuple[Task, Walk]:
         cfg = self.config
         rng = random.Random(f"compose:{seed}")
         world = World.get(seed % cfg.worlds)
