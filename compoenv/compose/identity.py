@@ -67,13 +67,25 @@ def call_problem(spec: ToolSpec, arguments: Mapping[str, Any], world: World) -> 
     if len(places) == 2 and str(places["origin"]).casefold() == str(
             places["destination"]).casefold():
         return "same_place"
-    for start, end in _ENDPOINTS:  # a ride from an address to itself, a range of one value
-        for key, value in arguments.items():
-            if key == start or key.startswith(start + "_"):
-                other = arguments.get(end + key[len(start):])
-                if other is not None and str(value).casefold() == str(other).casefold():
-                    return "same_place"
+    for key, other_key in _endpoint_pairs(spec):  # a ride from an address to itself
+        value, other = arguments.get(key), arguments.get(other_key)
+        if value is not None and other is not None and \
+                str(value).casefold() == str(other).casefold():
+            return "same_place"
     return None
+
+
+def _endpoint_pairs(spec: ToolSpec) -> tuple[tuple[str, str], ...]:
+    """The (start, end) parameter pairs of a tool, found once per tool."""
+    name = spec.qualified_name
+    if name not in _PAIRS:
+        params = spec.parameters.get("properties", {})
+        _PAIRS[name] = tuple((key, end + key[len(start):]) for start, end in _ENDPOINTS
+                             for key in params if key == start or key.startswith(start + "_"))
+    return _PAIRS[name]
+
+
+_PAIRS: dict[str, tuple[tuple[str, str], ...]] = {}
 
 
 # (start, end) name prefixes of the two ends of a trip or a range: origin_city/destination_city,
