@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def run(*args: str) -> str:
     done = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+                          timeout=300)  # a tiny model trains on CPU: slow on a busy 2-core box
     assert done.returncode == 0, done.stderr
     return done.stdout
 
