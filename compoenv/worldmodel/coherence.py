@@ -259,6 +259,8 @@ def _money(slots: dict[str, Slot]) -> list[str]:
 
 
 def _net_gross(slots: dict[str, Slot]) -> tuple[NetGross, ...]:
+    """net_pay/gross_pay-like pairs, with the deductions between them (taxes withheld,
+    benefits; a total of deductions alone when the record has one)."""
     numbers = {k for k, s in slots.items() if s[0] in _NUMBER}
     pairs = [(g, n) for n, g in _pairs(sorted(numbers), {"net": ("gross",)})]
     paired = {f for pair in pairs for f in pair}
@@ -270,13 +272,15 @@ def _net_gross(slots: dict[str, Slot]) -> tuple[NetGross, ...]:
 
 def _totals(props: dict[str, Any], slots: dict[str, Slot], ordered: list[tuple[str, str]],
             paired: set[str]) -> tuple[Total, ...]:
+    """Totals the record can add up: a subtotal from line items, then each total from its
+    base and its parts (taxes, fees, tips, shipping, cash)."""
     money = _money(slots)
     items = _line_items(props)
     out = []
     if "subtotal" in money and items is not None:
         out.append(Total("subtotal", ("items", *items)))
     for total in (k for k in money if k in _TOTALS and k not in paired):
-        base = _base(total, money, slots, items, ordered)
+        base = _base(money, slots, items, ordered)
         if base is not None:
             used = {total, *base[1:]}
             parts = tuple(k for k in money if k not in used and k not in paired
@@ -285,10 +289,9 @@ def _totals(props: dict[str, Any], slots: dict[str, Slot], ordered: list[tuple[s
     return tuple(out)
 
 
-def _base(total: str, money: list[str], slots: dict[str, Slot],
-          items: tuple[str, str, str | None] | None,
+def _base(money: list[str], slots: dict[str, Slot], items: tuple[str, str, str | None] | None,
           ordered: list[tuple[str, str]]) -> tuple[Any, ...] | None:
-    """What ``total`` is made of before fees and taxes, if the record says."""
+    """What a total is made of before fees and taxes, if the record says."""
     if "subtotal" in money:
         return ("field", "subtotal", None)
     based = [k for k in money if k.startswith("base_")]

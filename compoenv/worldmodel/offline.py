@@ -161,7 +161,8 @@ class _Maker:
 
     def by_role(self, interface: str, role: str | None, person: Person) -> Any:
         """A value that fits the slot's role: a restaurant's name is one of the World's
-        restaurants (in the city asked about), a salary one for the person's title and city,
+        restaurants (in the record's city, else the one asked about), a salary one for the
+        person's title and city,
         the user's own fields for the user (None: no role-specific value)."""
         if role is None:
             return None
