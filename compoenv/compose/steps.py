@@ -176,6 +176,8 @@ def bind(spec: ToolSpec, edge: Edge, value: Value, available: list[Value],
         if stated is MISSING:
             return None
         bindings.append(Binding(param, stated))
+    if source is not None:
+        bindings = _labelled(bindings, noun(source), props)
     bindings = in_order(bindings)
     if call_problem(spec, {b.param: b.value for b in bindings}, world) is not None:
         return None
@@ -186,6 +188,15 @@ def bind(spec: ToolSpec, edge: Edge, value: Value, available: list[Value],
             and _one_address(bindings) and _durations_of_durations(bindings)):
         return None
     return bindings
+
+
+def _labelled(bindings: list[Binding], noun_: str, props: dict[str, Any]) -> list[Binding]:
+    """A stated label names what the call saves: the restaurant's address is saved as
+    "Restaurant", not as "Gym"."""
+    label = noun_[:1].upper() + noun_[1:]
+    return [Binding(b.param, label, interface=b.interface)
+            if b.param == "label" and b.source is None and _accepts(props, b.param, label)
+            else b for b in bindings]
 
 
 def _one_address(bindings: list[Binding]) -> bool:
