@@ -51,7 +51,7 @@ def choose_plan(rng: random.Random, motifs: tuple[str, ...], min_hops: int,
         shape=shape, hops=rng.randint(min_hops, max_hops),
         report_aggregate=shape == "aggregation" and rng.random() < 0.5,
         constraint=constraint,
-        house_rules=constraint and "house-rules" in motifs and rng.random() < 0.5,
+        house_rules=constraint and "house-rules" in motifs and rng.random() < 0.6,
     )
 
 
