@@ -127,8 +127,8 @@ def test_a_message_to_someone_found_is_about_what_was_found():
     world, rng = World(0), random.Random(0)
     schema = {"type": "string", "x-interface": "EmailSubject"}
     assert fresh_value("subject", schema, world, rng, about=("support ticket", False)) in (
-        "About your support ticket", "Following up on your support ticket",
-        "A question about your support ticket")
+        "About the support ticket", "Following up on the support ticket",
+        "A question about the support ticket")
     body = fresh_value("body", {"type": "string", "x-interface": "Text"}, world, rng,
                        about=("pharmacy", True))
     assert "opening hours" in body or "availability" in body

@@ -248,6 +248,8 @@ def branch(walker: Walker) -> None:
         then_side, else_side = writes[0], writes[1]
         holds = rng.random() < 0.5
         threshold = _threshold(value.value, holds, rng)
+        if value.slot.interface == "Percentage" and not 0 <= threshold <= 100:
+            continue  # "a dividend yield above 110" is no rule anyone keeps
         taken = then_side if holds else else_side
         if walker.execute(taken[0], taken[1], segment=False) is None:
             continue

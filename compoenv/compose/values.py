@@ -29,12 +29,11 @@ _BODIES = ("Could you send me the latest numbers when you get a chance?",
            "Just checking in on the status of this.")
 # what a user writes to someone about the thing the request found: their ticket, their
 # article, a business they might visit, a professional they might hire
-_ABOUT_THEIRS = (("About your {noun}", "Following up on your {noun}",
-                  "A question about your {noun}"),
-                 ("I'm following up on your {noun}. Could you confirm the details when you get "
+_ABOUT_THEIRS = (("About the {noun}", "Following up on the {noun}",
+                  "A question about the {noun}"),
+                 ("I'm following up on the {noun}. Could you confirm the details when you get "
                   "a chance?",
-                  "Thanks for your {noun}. Do you have a few minutes this week to go over it?",
-                  "A quick question about your {noun}: is everything still on track?"))
+                  "A quick question about the {noun}: is everything still on track?"))
 _ABOUT_BUSINESS = (("Availability this week", "A question from a customer"),
                    ("Hello, could you tell me your opening hours this week and whether I need "
                     "to book ahead?",

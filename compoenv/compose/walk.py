@@ -212,8 +212,11 @@ class Walker:
         if last.spec.read_only and self.walk.report is None:
             # what the request states, and what the last call was asked with: reporting
             # either back is no answer ("the busiest day's website" of the website asked)
-            stated = self.stated() | {_key(b.value) for b in last.bindings}
             index = len(self.walk.steps) - 1
+            # nor what an earlier step already found (the lead's name of the contact found
+            # by name): the answer is something only the last call tells
+            stated = self.stated() | {_key(b.value) for b in last.bindings} | {
+                _key(v.value) for v in self.available if v.step < index}
             choices = reportable(last, index, stated) or [
                 v for v in self.available if v.step == index and v.slot.path[0][:1] == "#"
                 and worth_reporting(v) and str(v.value).casefold() not in stated]
