@@ -28,6 +28,8 @@ __all__ = ["MOTIFS", "returns_list", "fans_out", "fan_edges", "aggregate", "fan_
 MOTIFS = ("sequential-dependency", "aggregation", "fan-out", "cross-service-constraint",
           "house-rules")
 _SUMMABLE = frozenset({"Money", "DurationMinutes", "Quantity"})
+_UNSUMMABLE = frozenset({"rate", "limit", "balance", "value", "fee", "price", "premium",
+                         "salary", "budget"})
 _ORDERED = frozenset({"Money", "DurationMinutes", "Quantity", "Temperature", "Percentage",
                       "Date", "DateTime"})
 _PERSONAL = frozenset({"PersonName", "EmailAddress", "PhoneNumber", "JobTitle",
@@ -112,7 +114,9 @@ def aggregate(walker: Walker, index: int, report: bool) -> None:
     ops: list[tuple[str, Slot | None]] = [("max", s) for s in _item_fields(step.spec, _ORDERED)]
     ops += [("min", s) for s in _item_fields(step.spec, _ORDERED)]
     if report:
-        ops += [("sum", s) for s in _item_fields(step.spec, _SUMMABLE)] + [("count", None)]
+        # rates, limits and balances do not add up: "the total hourly rate" means nothing
+        ops += [("sum", s) for s in _item_fields(step.spec, _SUMMABLE)
+                if s.role not in _UNSUMMABLE] + [("count", None)]
     rng.shuffle(ops)
     for op, slot in ops:
         if op == "count":

@@ -210,7 +210,8 @@ def _one_address(bindings: list[Binding]) -> bool:
 def _durations_of_durations(bindings: list[Binding]) -> bool:
     """A carried length of time is something's duration (a booking's, an event's), not a
     commute time or a review turnaround that happens to be in minutes."""
-    return all(b.source is None or any(w in b.path[-1] for w in ("duration", "length"))
+    return all(b.source is None or (any(w in b.path[-1] for w in ("duration", "length"))
+                                    and "total" not in b.path[-1])
                for b in bindings if b.interface == "DurationMinutes" and b.path)
 
 
