@@ -6,7 +6,6 @@ stderr. Timings are single-threaded (``time.perf_counter``, median over repeats)
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import multiprocessing as mp
@@ -23,6 +22,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
+from bench._cli import run_main
 from compoenv.actions import ToolCall, render_calls
 from compoenv.compose import Composer, ComposerConfig, Rejected, derive_seed
 from compoenv.env import CompoWorldEnv
@@ -287,14 +287,7 @@ def run(cfg: Config) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.env", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="small counts: a smoke run")
-    parser.add_argument("--out", type=Path, help="also write the JSON to this file")
-    args = parser.parse_args(argv)
-    text = json.dumps(run(QUICK if args.quick else Config()), indent=2)
-    if args.out:
-        args.out.write_text(text + "\n")
-    print(text)
+    run_main("python -m bench.env", __doc__, run, QUICK, Config, argv)
 
 
 if __name__ == "__main__":

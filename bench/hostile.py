@@ -14,7 +14,6 @@ as long as the whole process heap takes (``gc_full_collection_ms``), whatever th
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import platform
@@ -24,10 +23,10 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 from bench.env import rss_kb
+from bench._cli import run_main
 from compoenv.actions import MAX_ARGUMENT_CHARS, MAX_CALLS_PER_ACTION, ToolCall, render_calls
 from compoenv.agents import RandomAgent
 from compoenv.compose import Composer
@@ -357,14 +356,7 @@ def run(cfg: Config) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.hostile", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="small counts: a smoke run")
-    parser.add_argument("--out", type=Path, help="also write the JSON to this file")
-    args = parser.parse_args(argv)
-    text = json.dumps(run(QUICK if args.quick else Config()), indent=2)
-    if args.out:
-        args.out.write_text(text + "\n")
-    print(text)
+    run_main("python -m bench.hostile", __doc__, run, QUICK, Config, argv)
 
 
 if __name__ == "__main__":
