@@ -293,12 +293,7 @@ class _Maker:
         """Someone not yet in this answer (from ``city`` when some live there)."""
         pool = _residents(self.world).get(city, self.world.people[1:]) if city else \
             self.world.people[1:]
-        for _ in range(4):
-            person = self.rng.choice(pool)
-            if person.index not in self.taken:
-                break
-        self.taken.add(person.index)
-        return person
+        return self._untaken(pool, lambda p: p.index)
 
     def business(self, kind: str, city: str | None = None) -> Business | None:
         """A business of ``kind`` not yet in this answer, in ``city`` (else where the request
@@ -306,14 +301,17 @@ class _Maker:
         place = city or self.where
         found = (self.world.businesses_in(kind, place) if place else ()) or \
             self.world.businesses_in(kind)
-        if not found:
-            return None
+        return self._untaken(found, lambda b: b.name) if found else None
+
+    def _untaken(self, pool: Any, key: Callable[[Any], Any]) -> Any:
+        """One of ``pool`` not yet in this answer, when a few draws find one (else the last
+        drawn); it is in the answer from now on."""
         for _ in range(4):
-            business = self.rng.choice(found)
-            if business.name not in self.taken:
+            chosen = self.rng.choice(pool)
+            if key(chosen) not in self.taken:
                 break
-        self.taken.add(business.name)
-        return business
+        self.taken.add(key(chosen))
+        return chosen
 
     def identity_value(self, schema: dict[str, Any], key: str, plan: RecordPlan,
                        entity: Entity) -> Any:
