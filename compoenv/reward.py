@@ -17,7 +17,8 @@ from pydantic import BaseModel
 from compoenv.answers import check_answer
 from compoenv.session import CallRecord, Session
 from compoenv.task import (
-    AnswerCriterion, CallCriterion, Criterion, StateCriterion, Task, UnchangedCriterion,
+    AnswerCriterion, CallCriterion, Criterion, OrderCriterion, StateCriterion, Task,
+    UnchangedCriterion,
 )
 
 __all__ = [
@@ -176,7 +177,35 @@ def _check_call(c: CallCriterion, out: Outcome) -> tuple[bool, str]:
     return hit, "" if hit else f"no successful call {c.name}({c.arguments})"
 
 
+def _check_order(c: OrderCriterion, out: Outcome) -> tuple[bool, str]:
+    first = CallCriterion(id=c.id, description="", name=c.first.name,
+                          arguments=c.first.arguments)
+    seen = False
+    for record in out.session.log:
+        if _call_matches(first, record):
+            seen = True
+        elif record.name == c.then and record.result.get("success", False):
+            return (True, "") if seen else (
+                False, f"{c.then} was called before {c.first.name}({c.first.arguments})")
+    return False, f"no successful call {c.then}" if seen else f"no call {c.first.name}"
+
+
+def _check_keys(c: UnchangedCriterion, out: Outcome) -> tuple[bool, str]:
+    """Only the records ``c.keys`` (in one collection, or in any with ``"*"``) are guarded."""
+    initial = out.session.initial_state(c.service).collections()
+    final = out.session.state(c.service).collections()
+    names = sorted(set(initial) | set(final)) if c.collection == "*" else [c.collection]
+    for name in names:
+        before, after = initial.get(name, {}), final.get(name, {})
+        for key in c.keys:
+            if before.get(key) is not after.get(key) and before.get(key) != after.get(key):
+                return False, f"{c.service}.{name}: {key} was changed"
+    return True, ""
+
+
 def _check_unchanged(c: UnchangedCriterion, out: Outcome) -> tuple[bool, str]:
+    if c.keys:
+        return _check_keys(c, out)
     if c.collection == "*":
         initial = out.session.initial_state(c.service).collections()
         final = out.session.state(c.service).collections()
@@ -205,7 +234,7 @@ def _check_unchanged(c: UnchangedCriterion, out: Outcome) -> tuple[bool, str]:
 
 _CHECKS: dict[str, Callable[[Any, Outcome], tuple[bool, str]]] = {
     "state": _check_state, "answer": _check_answer, "call": _check_call,
-    "unchanged": _check_unchanged,
+    "unchanged": _check_unchanged, "order": _check_order,
 }
 
 

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 __all__ = [
     "Task", "Call", "Criterion", "StateCriterion", "AnswerCriterion", "CallCriterion",
-    "UnchangedCriterion", "TaskFileError", "load_tasks", "iter_tasks", "iter_numbered_tasks",
+    "UnchangedCriterion", "OrderCriterion", "HouseRule", "TaskFileError", "load_tasks", "iter_tasks", "iter_numbered_tasks",
     "save_tasks",
 ]
 
@@ -83,12 +83,52 @@ class UnchangedCriterion(_Criterion):
     except_keys: list[str] = []
     allow_new: int = 0
     except_collections: list[str] = []
+    keys: list[str] = []  # when set, only these records are guarded (a decoy left alone)
+
+
+class OrderCriterion(_Criterion):
+    """A call to ``first`` (with at least these arguments) succeeded before the first
+    successful call to ``then``, and ``then`` was called: an ordering house rule ("re-check the
+    invoice before any money moves")."""
+
+    kind: Literal["order"] = "order"
+    first: Call
+    then: str
 
 
 Criterion = Annotated[
-    Union[StateCriterion, AnswerCriterion, CallCriterion, UnchangedCriterion],
+    Union[StateCriterion, AnswerCriterion, CallCriterion, UnchangedCriterion, OrderCriterion],
     Field(discriminator="kind"),
 ]
+
+
+class Replace(_Model):
+    """Solution call ``call`` made with ``arguments`` instead."""
+
+    call: int = Field(ge=0)
+    arguments: dict[str, Any] = {}
+
+
+class RuleChange(_Model):
+    """How a solution that ignores a house rule differs from the oracle: the calls it leaves
+    out (by solution index) and the calls it makes with other arguments."""
+
+    drop: list[int] = []
+    replace: list[Replace] = []
+
+
+class HouseRule(_Model):
+    """A standing rule the request opens with, and the criteria that check it.
+
+    ``without`` (None for a never-do rule, which adds no step) is the solution with the rule
+    ignored; verification requires it to fail at least one of the rule's criteria.
+    """
+
+    id: str
+    kind: Literal["naming", "source_of_truth", "threshold", "ordering", "never"]
+    text: str
+    criteria: list[str] = []
+    without: RuleChange | None = None
 
 
 class Task(_Model):
@@ -113,6 +153,9 @@ class Task(_Model):
     recorded: dict[str, Any] = {}
     fingerprint: dict[str, str] = {}
     walk_seed: int | None = Field(None, ge=0, lt=2**31)
+    scenario: str | None = None
+    difficulty: float | None = Field(None, ge=0, le=1)
+    rules: list[HouseRule] = []
 
     @field_validator("date")
     @classmethod
@@ -137,6 +180,9 @@ class Task(_Model):
     def content_hash(self) -> str:
         """A hash of everything but ``id``: equal tasks, equal hashes."""
         body = self.model_dump(mode="json", exclude={"id"})
+        for key in _LATER:  # fields added later hash as before while unset: ids stay stable
+            if body.get(key) in (None, []):
+                del body[key]
         blob = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return "t-" + hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -154,6 +200,9 @@ class Task(_Model):
         if isinstance(value, str):
             return cls.model_validate_json(value)
         return cls.model_validate(value)
+
+
+_LATER = ("scenario", "difficulty", "rules")
 
 
 class TaskFileError(ValueError):

@@ -70,8 +70,33 @@ def check_task(task: Task, registry: Registry) -> TaskCheck:
         if criterion.kind == "call" and _spec(criterion.name, mounted, registry) is None:
             check.errors.append(f"criterion {criterion.id!r} expects a call of "
                                 f"{criterion.name!r}, which is no tool of the task's services")
+        if criterion.kind == "order":
+            for name in (criterion.first.name, criterion.then):
+                if _spec(name, mounted, registry) is None:
+                    check.errors.append(f"criterion {criterion.id!r} orders a call of "
+                                        f"{name!r}, which is no tool of the task's services")
+    check.errors.extend(_rule_errors(task))
     check.errors.extend(_recorded_errors(task, mounted, registry))
     return check
+
+
+def _rule_errors(task: Task) -> list[str]:
+    """House rules must name criteria the rubric has and calls the solution has."""
+    ids = {c.id for c in task.rubric}
+    errors = []
+    for rule in task.rules:
+        missing = [c for c in rule.criteria if c not in ids]
+        if missing:
+            errors.append(f"house rule {rule.id!r} names criteria {missing} the rubric lacks")
+        change = rule.without
+        if change is None:
+            continue
+        calls = change.drop + [r.call for r in change.replace]
+        bad = [i for i in calls if not 0 <= i < len(task.solution)]
+        if bad:
+            errors.append(f"house rule {rule.id!r} changes solution calls {bad}, but the "
+                          f"solution has {len(task.solution)}")
+    return errors
 
 
 def _spec(name: str, mounted: list[str], registry: Registry) -> ToolSpec | None:

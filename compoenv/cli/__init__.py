@@ -1,6 +1,6 @@
 """The ``compoenv`` command: one module per subcommand group, errors as one line each.
 
-Subcommands: ``demo``, ``generate``, ``services``, ``doctor``, ``graph``, ``sft``, ``export``,
+Subcommands: ``demo``, ``generate``, ``services``, ``scenarios``, ``doctor``, ``graph``, ``sft``, ``export``,
 ``import``. A usage error or a bad input file ends with ``Error: ...`` and the fix, exit status
 1 or 2, never a traceback (``CompoenvGroup.invoke`` is the one place that translates them).
 """
@@ -49,9 +49,11 @@ def _register() -> None:
     from compoenv.cli.importing import import_
     from compoenv.cli.library import graph, services
     from compoenv.cli.lint import lint
+    from compoenv.cli.scenarios import scenarios
     from compoenv.cli.sft import sft
 
-    for command in (demo, generate, services, graph, sft, export, import_, doctor, lint):
+    for command in (demo, generate, services, scenarios, graph, sft, export, import_, doctor,
+                    lint):
         main.add_command(command)
 
 

@@ -59,8 +59,19 @@ def composer_options(func: Callable[..., Any]) -> Callable[..., Any]:
                      show_default=True, help="Fewest services a task touches."),
         click.option("--motifs", default=None,
                      help="Comma-separated motifs tasks may use (default: all)."),
-        click.option("--distractors", type=click.IntRange(min=0), default=0, show_default=True,
-                     help="Unrelated services recorded per task (listed in gateway mode)."),
+        click.option("--distractors", type=click.IntRange(min=0), default=10,
+                     show_default=True,
+                     help="Neighbouring services the task does not need, recorded per task "
+                          "(listed beside its own in gateway mode)."),
+        click.option("--scenarios", default="all", show_default=True,
+                     help="Scenarios tasks are long jobs of: 'all', 'none' (the free random "
+                          "walk, bounded by --min-hops/--max-hops), or comma-separated names "
+                          "(see `compoenv scenarios`)."),
+        click.option("--difficulty", default=None, metavar="MIX",
+                     help="Shares of difficulty levels, e.g. easy=0.2,medium=0.4,hard=0.4 "
+                          "(scenario tasks; generate also holds the set to these shares)."),
+        click.option("--max-calls", type=click.IntRange(min=2), default=40, show_default=True,
+                     help="Most tool calls in a scenario task."),
         world_model_option(),
     )):
         func = option(func)
@@ -87,6 +98,10 @@ def composer_config(**flags: Any) -> Any:
     motifs = flags.pop("motifs", None)
     if motifs is not None:
         flags["motifs"] = tuple(m.strip() for m in motifs.split(",") if m.strip())
+    flags["scenarios"] = scenario_names(flags.pop("scenarios", "none"), flags.get("services"))
+    mix = difficulty_mix(flags.pop("difficulty", None))
+    if mix is not None:
+        flags["difficulty"] = mix.levels()
     known = {f.name for f in fields(ComposerConfig)}
     try:
         return ComposerConfig(**{k: v for k, v in flags.items() if k in known})
@@ -94,6 +109,39 @@ def composer_config(**flags: Any) -> Any:
         message = str(exc).replace("min_hops", "--min-hops").replace("max_hops", "--max-hops")
         message = message.replace("min_services", "--min-services")
         raise click.UsageError(message) from None
+
+
+def scenario_names(text: str | None, services: Any = None) -> tuple[str, ...]:
+    """The scenarios ``--scenarios`` names ('all': every scenario the services allow)."""
+    from compoenv.scenarios import ScenarioError, ScenarioRegistry
+
+    text = (text or "none").strip()
+    if text == "none":
+        return ()
+    try:
+        registry = ScenarioRegistry.default()
+        if services:
+            registry = registry.usable(services)
+        if text == "all":
+            return tuple(registry.names())
+        names = tuple(n.strip() for n in text.split(",") if n.strip())
+        for name in names:
+            registry.get(name)
+        return names
+    except ScenarioError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--scenarios'") from None
+
+
+def difficulty_mix(text: str | None) -> Any:
+    """The DifficultyMix ``--difficulty`` gives, or None."""
+    if text is None:
+        return None
+    from compoenv.compose.difficulty import DifficultyMix
+
+    try:
+        return DifficultyMix.parse(text)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--difficulty'") from None
 
 
 def require(module: str, extra: str, what: str) -> Any:

@@ -31,10 +31,12 @@ __all__ = ["generate"]
 @click.option("--split", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
               help="Also write <out>.train.jsonl / <out>.test.jsonl, test on unseen service "
                    "combinations holding about this fraction of the tasks.")
+@click.option("--curriculum", is_flag=True,
+              help="Order the written set from easy to hard (by each task's difficulty).")
 @output_option("The task JSONL file to write.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 def generate(num: int, workers: int | None, ray_address: str | None, split: float | None,
-             output: Path, as_json: bool, **flags: Any) -> None:
+             curriculum: bool, output: Path, as_json: bool, **flags: Any) -> None:
     """Compose NUM verified tasks into a JSONL file; the same file for any number of workers."""
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                                TimeElapsedColumn, TimeRemainingColumn)
@@ -43,8 +45,14 @@ def generate(num: int, workers: int | None, ray_address: str | None, split: floa
     from compoenv.compose.taskset import split_by_combination, summarize
     from compoenv.task import save_tasks
 
+    from compoenv.cli.common import difficulty_mix
+    from compoenv.compose.difficulty import curriculum as easy_to_hard
+
     seed = flags.pop("seed")
+    mix = difficulty_mix(flags.get("difficulty")) if flags.get("scenarios") != "none" else None
     config = composer_config(**flags)
+    if not config.scenarios:
+        mix = None  # levels are drawn for scenario tasks only
     workers = workers if workers is not None or ray_address else 1
     by_tool: Counter[tuple[str, str]] = Counter()
     err = Console(stderr=True)
@@ -58,9 +66,11 @@ def generate(num: int, workers: int | None, ray_address: str | None, split: floa
             tasks, rejections = generate_parallel(
                 num, seed, config, workers=workers, ray_address=ray_address,
                 progress=lambda done, tried: bar.update(job, completed=done, attempted=tried),
-                rejections_by_tool=by_tool)
+                rejections_by_tool=by_tool, mix=mix)
         except RuntimeError as exc:  # too many rejected seeds for these settings
             raise click.ClickException(str(exc)) from None
+    if curriculum:
+        tasks = easy_to_hard(tasks)
     save_tasks(tasks, output)
     summary: dict[str, Any] = {"tasks": len(tasks), "output": str(output),
                                "seconds": round(time.perf_counter() - start, 3),
@@ -86,7 +96,8 @@ def _summary_table(summary: dict[str, Any]) -> Table:
                         f"({summary['seconds']} s, {summary['attempted']} seeds tried)")
     table.add_column("statistic", style="bold")
     table.add_column("counts")
-    for key in ("hops", "services", "capabilities", "domains", "service_usage"):
+    for key in ("calls", "long", "services", "rules", "rule_kinds", "decoys", "reports",
+                "difficulty", "scenarios", "capabilities", "domains", "service_usage"):
         table.add_row(key.replace("_", " "),
                       " · ".join(f"{k}: {v}" for k, v in summary[key].items()) or "-")
     table.add_row("rejections", _rejections(summary) or "-")

@@ -11,8 +11,10 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple
 from compoenv.compose.context import context_line
 from compoenv.compose.render import render_instruction
 from compoenv.compose.rewrite import RewriteStats, rewrite_instruction
-from compoenv.compose.rubric import answer_text, build_rubric
-from compoenv.compose.verify import verify_task, verify_walk
+from compoenv.compose.difficulty import DifficultyMix, estimate, level
+from compoenv.compose.rubric import answer_text, build_rubric, rule_ids
+from compoenv.compose.scenario import ScenarioWalker, walk_scenario
+from compoenv.compose.verify import verify_order, verify_task, verify_walk
 from compoenv.compose.motifs import MOTIFS
 from compoenv.compose.plan import choose_plan, realize
 from compoenv.compose.walk import Rejected, Walk, Walker
@@ -21,7 +23,8 @@ from compoenv.llm import EndpointConfig
 from compoenv.registry import Registry
 from compoenv.service import without_hints
 from compoenv.session import Session
-from compoenv.task import Call, Task
+from compoenv.scenarios import ScenarioRegistry
+from compoenv.task import Call, HouseRule, Replace, RuleChange, Task
 from compoenv.world import World
 
 __all__ = ["ComposerConfig", "Composer", "Outcome", "derive_seed", "select"]
@@ -43,6 +46,11 @@ class ComposerConfig:
         motifs: Motifs tasks may use (compoenv.compose.motifs.MOTIFS); a plain chain of
             dependent calls is always possible.
         distractors: Unrelated services mounted beside the task's (for gateway mode).
+        scenarios: Scenarios (``compoenv.scenarios``) tasks are long jobs of: each seed draws
+            one and runs its stages, house rules and report (empty: the free random walk).
+        difficulty: Shares of easy, medium and hard jobs (scenario tasks): a seed draws its
+            level, which sets how many stages, rules and values to report it gets.
+        max_calls: Most tool calls in a scenario task's solution.
         world_model: Who answers spec-only tools while composing: None or "offline" (the
             default), "endpoint", "transformers:<path>", or a WorldModel. Answers from models
             other than the offline one are recorded in the task (``recorded["answers"]``).
@@ -64,6 +72,9 @@ class ComposerConfig:
     distractors: int = 0
     rewrite: EndpointConfig | None = None
     world_model: Any = None
+    scenarios: tuple[str, ...] = ()
+    difficulty: tuple[tuple[str, float], ...] = (("easy", 0.2), ("medium", 0.4), ("hard", 0.4))
+    max_calls: int = 40
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_hops <= self.max_hops:
@@ -80,6 +91,12 @@ class ComposerConfig:
         if len(self.require) > self.max_hops:
             raise ValueError(f"require names {len(self.require)} services but max_hops="
                              f"{self.max_hops}: each service needs a call")
+        levels = {name for name, _ in self.difficulty}
+        if not levels <= {"easy", "medium", "hard"} or not any(v > 0 for _, v in self.difficulty):
+            raise ValueError(f"difficulty must give shares of easy, medium, hard; got "
+                             f"{self.difficulty}")
+        if self.max_calls < 2:
+            raise ValueError(f"max_calls must be >= 2, got {self.max_calls}")
         outside = set(self.require) - set(self.services or self.require)
         if outside:
             raise ValueError(f"required services {sorted(outside)} are not in services")
@@ -93,8 +110,21 @@ def _capabilities(walk: Walk) -> list[str]:
     tags += [m for m in walk.motifs if m not in tags]
     if len(walk.services) > 1:
         tags.append("cross-service")
-    tags.append("report" if walk.report else "write")
+    tags.append("report" if walk.answers else "write")
     return tags
+
+
+def _replacements(walk: Walk, changes: list[tuple[int, str, Any]],
+                  at: dict[int, int]) -> list[Replace]:
+    """The calls a rule changed, with the arguments they would have had without it."""
+    out: dict[int, dict[str, Any]] = {}
+    for index, param, value in changes:
+        args = out.setdefault(index, dict(walk.steps[index].arguments))
+        if value is None:
+            args.pop(param, None)
+        else:
+            args[param] = value
+    return [Replace(call=at[i], arguments=args) for i, args in sorted(out.items())]
 
 
 def derive_seed(seed: int, index: int) -> int:
@@ -119,10 +149,19 @@ class Composer:
     """
 
     def __init__(self, registry: Registry | None = None,
-                 config: ComposerConfig | None = None) -> None:
+                 config: ComposerConfig | None = None,
+                 scenarios: ScenarioRegistry | None = None) -> None:
         self.registry = registry or Registry.default()
         self.config = config or ComposerConfig()
         names = self.config.services or tuple(self.registry.names())
+        pool = scenarios if scenarios is not None else ScenarioRegistry.default()
+        self.scenarios = [pool.get(name) for name in self.config.scenarios]
+        for scenario in self.scenarios:
+            scenario.check(self.registry)
+            missing = set(scenario.services) - set(names)
+            if missing:
+                raise ValueError(f"scenario {scenario.name!r} needs services {sorted(missing)} "
+                                 f"that the composer's services leave out")
         for name in self.config.require:
             self.registry.get(name)  # an unknown name fails here, with "did you mean"
         self.graph = ToolGraph(self.registry.tools(names), self.registry.related)
@@ -191,6 +230,8 @@ class Composer:
         simulator = self._simulator()
         session = Session([self.registry.get(n) for n in cfg.services or self.registry.names()],
                           world, simulator)
+        if self.scenarios:
+            return self._build_job(seed, verify, rng, world, session, simulator)
         plan = choose_plan(rng, cfg.motifs, cfg.min_hops, cfg.max_hops)
         walker = Walker(self.graph, session, rng, cross_bias=cfg.cross_bias,
                         min_services=cfg.min_services, require=frozenset(cfg.require),
@@ -228,6 +269,53 @@ class Composer:
             verify_task(task, self.registry)
         return task, walk
 
+    def _build_job(self, seed: int, verify: bool, rng: random.Random, world: World,
+                   session: Session, simulator: Any) -> tuple[Task, Walk]:
+        """A long task: one scenario's job at a drawn difficulty level."""
+        cfg = self.config
+        scenario = rng.choice(self.scenarios)
+        names, shares = zip(*cfg.difficulty)
+        level = rng.choices(names, shares)[0]
+        walker = ScenarioWalker(self.graph, session, rng, scenario,
+                                misses=self.misses if verify else None)
+        walk = walker.walk
+        walk_scenario(walker, level)
+        if len(walk.steps) > cfg.max_calls:
+            raise Rejected("too_many_hops", f"{len(walk.steps)} > {cfg.max_calls}")
+        services = walk.services + [s for s in dict.fromkeys(walk.guarded)
+                                    if s not in walk.services]
+        answers = [answer_text(b.value) for b in walk.answers]
+        owned = [d.criteria for d in walk.house]
+        rubric = build_rubric(walk, session, answers, owned)
+        order = walk.order or list(range(len(walk.steps)))
+        at = {step: i for i, step in enumerate(order)}
+        rules = [HouseRule(id=f"r{i}", kind=d.kind, text=d.text, criteria=ids,
+                           without=None if d.kind == "never" else RuleChange(
+                               drop=sorted(at[a] for a in d.added),
+                               replace=_replacements(walk, d.changes, at)))
+                 for i, (d, ids) in enumerate(zip(walk.house, rule_ids(rubric, owned)))]
+        context = " ".join([rng.choice(scenario.persona).format(employer=world.user.employer),
+                            scenario.goal])
+        capabilities = _capabilities(walk) + ["long-horizon"] * (len(walk.steps) >= 8) + [
+            "decoy"] * any(d.kind == "never" for d in walk.house)
+        task = Task(
+            instruction=render_instruction(walk, context),
+            services=services, distractors=self._distractors(services, rng),
+            seed=world.seed, walk_seed=seed, date=world.today.isoformat(),
+            solution=[Call(name=walk.steps[i].spec.qualified_name,
+                           arguments=walk.steps[i].arguments) for i in order],
+            answer=answers, rubric=rubric, capabilities=capabilities, domain=scenario.domain,
+            hops=len(walk.steps), fingerprint=self.registry.fingerprint(services),
+            recorded=self._recorded(simulator), scenario=scenario.name, rules=rules,
+        )
+        task = task.model_copy(update={"difficulty": estimate(task)})
+        if verify:
+            task = task.with_id()
+            verify_walk(walk, task)
+            verify_order(walk, task, self.registry)
+            verify_task(task, self.registry)
+        return task, walk
+
     def _recorded(self, simulator: Any) -> dict[str, Any]:
         """What a player needs to see what verification saw: who answered simulated calls,
         and the answers of any model but the deterministic offline one."""
@@ -246,14 +334,22 @@ class Composer:
         return simulator_from(self.config.world_model)
 
     def _distractors(self, services: list[str], rng: random.Random) -> list[str]:
-        """``config.distractors`` services the task does not use, least connected to it first
-        (ties broken by the walk's rng), for the gateway to list beside the real ones."""
+        """``config.distractors`` services the task does not use, for the gateway to list
+        beside its own: plausible neighbours first (a service of the same domain, or one the
+        task's services name as related: a bank beside invoices), then the rest; ties broken
+        by the walk's rng."""
         if self.config.distractors <= 0:
             return []
-        view = self._service_view
         pool = [n for n in (self.config.services or self.registry.names()) if n not in services]
         rng.shuffle(pool)
-        pool.sort(key=lambda n: sum(view.has_edge(n, s) + view.has_edge(s, n) for s in services))
+        domains = {self.registry.get(s).domain for s in services}
+
+        def near(name: str) -> int:
+            named = set(self.registry.get(name).related)
+            return (2 * (self.registry.get(name).domain in domains)
+                    + sum(name in self.registry.get(s).related or s in named for s in services))
+
+        pool.sort(key=near, reverse=True)
         return sorted(pool[: self.config.distractors])
 
     def sample(self, seed: int, max_tries: int = 200) -> Task:
@@ -268,10 +364,12 @@ class Composer:
         raise RuntimeError(f"no verified task in {max_tries} tries from seed {seed}; "
                            f"rejections: {dict(self.rejections)}")
 
-    def generate(self, n: int, seed: int = 0) -> Iterator[Task]:
-        """``n`` verified, distinct tasks from the seeds derived from ``seed``, in seed order."""
+    def generate(self, n: int, seed: int = 0, mix: DifficultyMix | None = None
+                 ) -> Iterator[Task]:
+        """``n`` verified, distinct tasks from the seeds derived from ``seed``, in seed order
+        (with ``mix``, in those shares of difficulty levels)."""
         yield from select(self.outcomes(seed), n, self.rejections,
-                          rejections_by_tool=self.rejections_by_tool)
+                          rejections_by_tool=self.rejections_by_tool, mix=mix)
 
     def attempt(self, seed: int) -> Outcome:
         """Compose ``seed``: its task, or why (and where) it was rejected."""
@@ -300,10 +398,13 @@ class Outcome(NamedTuple):
 
 def select(outcomes: Iterable[Outcome], n: int, rejections: Counter[str],
            progress: Callable[[int, int], None] | None = None,
-           rejections_by_tool: Counter[tuple[str, str]] | None = None) -> Iterator[Task]:
+           rejections_by_tool: Counter[tuple[str, str]] | None = None,
+           mix: DifficultyMix | None = None) -> Iterator[Task]:
     """The first ``n`` distinct tasks of an ordered stream of outcomes: the one rule, shared by
     sequential and parallel generation, so both publish the same set and the same counts
     (per reason in ``rejections``; per (reason, tool) in ``rejections_by_tool``, if given).
+    With ``mix``, a task whose difficulty level already has its share is passed over
+    (``over_quota``).
 
     Raises:
         RuntimeError: no ``n`` distinct tasks within ``100 * (n + 10)`` outcomes.
@@ -312,6 +413,8 @@ def select(outcomes: Iterable[Outcome], n: int, rejections: Counter[str],
         return
     seen: set[str] = set()
     limit = 100 * (n + 10)
+    quotas = mix.quotas(n) if mix is not None else None
+    levels: Counter[str] = Counter()
     for attempted, (task, reason, error, tools) in enumerate(outcomes, start=1):
         if error is not None:
             raise error
@@ -322,7 +425,11 @@ def select(outcomes: Iterable[Outcome], n: int, rejections: Counter[str],
                     rejections_by_tool[(reason or "rejected", tool)] += 1
         elif task.id in seen:
             rejections["duplicate"] += 1
+        elif quotas is not None and levels[lvl := level(task.difficulty or estimate(task))] \
+                >= quotas.get(lvl, 0):
+            rejections["over_quota"] += 1
         else:
+            levels[level(task.difficulty or estimate(task))] += 1
             seen.add(task.id)
             yield task
         if progress is not None:

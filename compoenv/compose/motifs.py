@@ -7,6 +7,7 @@ sentence, and tags the walk with its capability name.
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 import math
 from typing import Any, Callable, Iterator
 
@@ -83,8 +84,11 @@ def _fan_edges(graph: Any, spec: ToolSpec) -> list[Edge]:
         # every other required value must come from the item or be statable once for all
         stated = [p for p in target.parameters.get("required", ())
                   if p != edge.param and props.get(p, {}).get("x-interface") not in item]
+        # an id the user holds (the account to pay from) is stated from the service's records
         if not (needs & _PERSONAL) - item and all(
-                can_state(p, props.get(p, {}), _WORLD, target.service) for p in stated):
+                can_state(p, props.get(p, {}), _WORLD, target.service)
+                or (not target.simulated and str(props.get(p, {}).get("x-interface", ""))
+                    .endswith("Id")) for p in stated):
             edges.append(edge)
     return edges
 
@@ -160,12 +164,15 @@ def _report(walker: Walker, index: int, value: Any, interface: str, text: str) -
     walker.walk.motifs.append("aggregation")
 
 
-def fan_out(walker: Walker, index: int) -> None:
-    """For each item of step ``index``'s list result, run the same write on that item."""
+def fan_out(walker: Walker, index: int,
+            accept: Callable[[ToolSpec], bool] | None = None) -> None:
+    """For each item of step ``index``'s list result, run the same write (one ``accept``
+    takes) on that item."""
     step = walker.walk.steps[index]
     items = step.result
     edges = [e for e in fan_edges(walker.graph, step.spec)
-             if e.target not in walker.used and walker._allowed(e.target)]
+             if e.target not in walker.used and walker._allowed(e.target)
+             and (accept is None or accept(walker.graph.specs[e.target]))]
     stated, world = walker.stated(), walker.session.world
     named = {person_of(b.value, world) for b in step.bindings if b.source is None} - {None}
     for edge in itertools.islice(_in_random_order(edges, walker.rng), 12):
@@ -206,8 +213,10 @@ def _item_bindings(walker: Walker, index: int, edge: Edge, item: int) -> list[Bi
     found = extract(walker.walk.steps[index].result, path)
     if len(found) != 1 or found[0] in (None, "") or found[0] in walker.own:
         return None
-    value = Value(index, Slot(edge.interface, path), found[0])
-    item_values = [Value(index, Slot(s.interface, (f"#{item}",) + s.path[1:], True, s.kind), v)
+    spec = walker.walk.steps[index].spec
+    role = next((s.role for s in spec.outputs if s.path == edge.path), None)
+    value = Value(index, Slot(edge.interface, path, role=role), found[0])
+    item_values = [Value(index, replace(s, path=(f"#{item}",) + s.path[1:], required=True), v)
                    for s in walker.walk.steps[index].spec.outputs
                    if s.path[:1] == ("*",) and len(s.path) == 2
                    for v in extract(walker.walk.steps[index].result, (f"#{item}",) + s.path[1:])]

@@ -12,6 +12,7 @@ from collections import Counter, deque
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
+from compoenv.compose.difficulty import DifficultyMix
 from compoenv.compose.generator import Composer, ComposerConfig, Outcome, derive_seed, select
 from compoenv.ray_pool import RayActors
 from compoenv.registry import Registry
@@ -169,6 +170,7 @@ def generate_parallel(n: int, seed: int = 0, config: ComposerConfig | None = Non
                       ray_address: str | None = None, chunk: int = 64,
                       progress: Progress | None = None,
                       rejections_by_tool: Counter[tuple[str, str]] | None = None,
+                      mix: DifficultyMix | None = None,
                       ) -> tuple[list[Task], Counter[str]]:
     """``n`` verified, distinct tasks: the same tasks, in the same order, with the same rejection
     counts as ``list(Composer(config=config).generate(n, seed))`` and its ``rejections`` (and
@@ -192,6 +194,7 @@ def generate_parallel(n: int, seed: int = 0, config: ComposerConfig | None = Non
             gets some).
         progress: Called as ``progress(accepted, attempted)`` after each merged chunk.
         rejections_by_tool: A Counter to add rejected seeds to per (reason, tool at fault).
+        mix: Shares of difficulty levels the set should hold (``select``).
 
     Raises:
         RuntimeError: no n distinct tasks within ``100 * (n + 10)`` seeds (as sequentially).
@@ -223,7 +226,7 @@ def generate_parallel(n: int, seed: int = 0, config: ComposerConfig | None = Non
 
     try:
         tasks = list(select(_ordered(backend, size, 2 * width), n, rejections, report,
-                            rejections_by_tool))
+                            rejections_by_tool, mix))
     finally:
         backend.close()
     return tasks, rejections

@@ -82,6 +82,20 @@ class Walk:
     hidden: list[Any] = field(default_factory=list)       # values the request must not state
     literals: list[float] = field(default_factory=list)   # numbers a motif states (thresholds)
     guarded: list[str] = field(default_factory=list)      # services the solution must not touch
+    # long (scenario) tasks
+    reports: list[Binding] = field(default_factory=list)  # several values to report
+    asks: list[str] = field(default_factory=list)         # how each is asked for
+    order: list[int] | None = None     # the solution's call order, when not the steps' order
+    shown: dict[tuple[int, str], str] = field(default_factory=dict)  # how an argument reads
+    rule_steps: set[int] = field(default_factory=set)     # calls a house rule adds, unsaid
+    ruled: list[Any] = field(default_factory=list)        # values only a rule's criteria check
+    effects: dict[int, list[tuple[str, str, str]]] = field(default_factory=dict)
+    house: list[Any] = field(default_factory=list)        # house rules with their criteria
+
+    @property
+    def answers(self) -> list[Binding]:
+        """The values the final message reports."""
+        return self.reports or ([self.report] if self.report is not None else [])
 
     @property
     def services(self) -> list[str]:

@@ -88,7 +88,9 @@ def phrase(spec: ToolSpec, walk: Walk, bindings: list[Binding]) -> str:
     extras = []
     props = spec.parameters.get("properties", {})
     for b in bindings:
-        if b.source is None:
+        if (spec.qualified_name, b.param) in walk.shown:  # a house rule says what goes here
+            shown = walk.shown[(spec.qualified_name, b.param)]
+        elif b.source is None:
             shown = _show(b, _plain_schema(props.get(b.param)))
         else:
             producer = walk.steps[b.source].spec
@@ -154,12 +156,18 @@ def render_instruction(walk: Walk, context: str | None = None) -> str:
         if i and segment.lead:
             text = "then " + text
         sentences.append(text[0].upper() + text[1:] + ("" if text.endswith(".") else "."))
-    if walk.report_text is not None:
+    if len(walk.reports) > 1:
+        asked = walk.asks
+        sentences.append("When you are done, tell me " + ", ".join(asked[:-1]) + " and "
+                         + asked[-1] + ".")
+    elif walk.report_text is not None:
         sentences.append(walk.report_text)
     elif walk.report is not None and walk.report.source is not None:
         producer = walk.steps[walk.report.source].spec
         sentences.append(f"Tell me {reference(producer, walk.report.path, walk.report.interface)}.")
     request = " ".join(([context] if context else []) + sentences)
+    if len(walk.rules) > 1:
+        return "House rules:\n" + "".join(f"- {r}\n" for r in walk.rules) + "Request: " + request
     if walk.rules:
         return "House rules: " + " ".join(walk.rules) + "\nRequest: " + request
     return request

@@ -21,7 +21,7 @@ from compoenv.task import (
 from compoenv.world import World
 from compoenv.worldmodel.base import SimState
 
-__all__ = ["build_rubric", "answer_text"]
+__all__ = ["build_rubric", "answer_text", "rule_ids"]
 
 
 def answer_text(value: Any) -> str:
@@ -43,9 +43,9 @@ def _arguments(walk: Walk, service: str) -> tuple[dict[str, list[Any]], list[Any
     writes left out (values the request does not fix)."""
     given: dict[str, list[Any]] = {}
     defaults = []
-    for step in walk.steps:
-        if step.spec.service != service:
-            continue
+    for index, step in enumerate(walk.steps):
+        if step.spec.service != service or index in walk.rule_steps:
+            continue  # a house rule's calls are checked by the rule's own criteria
         # a value carried from this service's own simulated answer (the street a booking
         # was given, passed on to the next booking) was the world model's choice, not the
         # request's: it fixes no field of the record it came from
@@ -53,7 +53,7 @@ def _arguments(walk: Walk, service: str) -> tuple[dict[str, list[Any]], list[Any
                   and walk.steps[b.source].spec.service == service
                   and walk.steps[b.source].spec.simulated}
         for param, value in step.arguments.items():
-            if param not in echoes:
+            if param not in echoes and not _among(value, walk.ruled):
                 given.setdefault(param, []).append(value)
         if step.spec.read_only:
             continue
@@ -87,6 +87,9 @@ class _Given:
             return _among(value, self.by_param.get(field, []))
         if type(value) is str and _as_number(value) is None:
             return normalize_text(value) in self.texts
+        if isinstance(value, list) and value and all(
+                type(v) is str and normalize_text(v) in self.texts for v in value):
+            return True  # the attendees one call created and later calls invited
         return _among(value, self.all)
 
 
@@ -100,6 +103,8 @@ def _state_criteria(service: str, session: Session, walk: Walk) -> list[Criterio
     given = _Given(arguments)
     out: list[Criterion] = []
     touched: list[str] = []
+    ruled = {(c, k) for i in walk.rule_steps if walk.steps[i].spec.service == service
+             for c, k, _ in walk.effects.get(i, [])}  # the rules' criteria check these
     for collection, after in session.state(service).collections().items():
         before = before_all.get(collection, {})
         noun = collection.rstrip("s").replace("_", " ")
@@ -108,6 +113,8 @@ def _state_criteria(service: str, session: Session, walk: Walk) -> list[Criterio
                     if k in before and after[k] is not before[k] and after[k] != before[k]]
         deleted = [k for k in before if k not in after]
         for key in created:
+            if (collection, key) in ruled:
+                continue
             match = {f: v for f, v in record_dict(after[key]).items()
                      if v != key and given.fixed(f, v, simulated)}
             out.append(StateCriterion(
@@ -115,6 +122,8 @@ def _state_criteria(service: str, session: Session, walk: Walk) -> list[Criterio
                 description=f"A new {noun} exists in {service}"
                             + (f" with {_summary(match)}" if match else "")))
         for key in modified:
+            if (collection, key) in ruled:
+                continue
             old, new = record_dict(before[key]), record_dict(after[key])
             # a typed tool's own effects (a status moved to "cancelled") are the request's
             # doing; a simulated tool's are the world model's choice unless an argument says
@@ -153,8 +162,11 @@ def _answer_criteria(answers: list[str], world: World) -> list[Criterion]:
             for value, kind in zip(answers, kinds)]
 
 
-def build_rubric(walk: Walk, session: Session, answers: list[str]) -> list[Criterion]:
-    """Criteria for a walk executed in ``session`` (whose final state the oracle reaches)."""
+def build_rubric(walk: Walk, session: Session, answers: list[str],
+                 owned: list[list[Criterion]] = ()) -> list[Criterion]:  # type: ignore[assignment]
+    """Criteria for a walk executed in ``session`` (whose final state the oracle reaches),
+    and the criteria of its house rules (``owned``, one list per rule: their ids are set in
+    place of the given objects' order, see ``rule_ids``)."""
     criteria: list[Criterion] = []
     for service in walk.services:
         criteria.extend(_state_criteria(service, session, walk))
@@ -165,8 +177,10 @@ def build_rubric(walk: Walk, session: Session, answers: list[str]) -> list[Crite
                 description=f"Nothing in {service} was changed (the other branch was not "
                             f"taken)"))
     criteria.extend(_answer_criteria(answers, session.world))
-    for step in walk.steps:
-        if step.spec.read_only:
+    for group in owned:
+        criteria.extend(group)
+    for index, step in enumerate(walk.steps):
+        if step.spec.read_only and index not in walk.rule_steps:
             criteria.append(CallCriterion(
                 id="", name=step.spec.qualified_name, arguments=step.arguments, required=False,
                 weight=0.5, description=f"Called {step.spec.qualified_name} with "
@@ -174,3 +188,12 @@ def build_rubric(walk: Walk, session: Session, answers: list[str]) -> list[Crite
     # required criteria first, then guards; ids follow that order
     criteria.sort(key=lambda c: (not c.required, c.kind != "state"))
     return [c.model_copy(update={"id": f"c{i}"}) for i, c in enumerate(criteria)]
+
+
+def rule_ids(rubric: list[Criterion], owned: list[list[Criterion]]) -> list[list[str]]:
+    """The ids ``build_rubric`` gave each rule's criteria (criteria equal but for the id)."""
+    bare = [c.model_copy(update={"id": ""}) for c in rubric]
+    out = []
+    for group in owned:
+        out.append([rubric[i].id for i, c in enumerate(bare) if c in group])
+    return out

@@ -114,6 +114,13 @@ class TaskSetStats:
             (reasons that name no tool are absent; a seed may name several tools).
         lint: The task linter's counts (``compoenv.compose.lint``): findings per rule,
             tasks per rule, and the share of tasks with any finding.
+        calls: Tasks per number of solution calls, in bands (1-3, 4-7, 8-14, 15-24, 25+).
+        long: Shares of tasks with at least 8 and at least 15 calls.
+        rules: Tasks per number of house rules; ``rule_kinds``: rules per kind.
+        decoys: Tasks per number of decoys to leave alone.
+        reports: Tasks per number of values the final message reports.
+        difficulty: Tasks per difficulty level (``compoenv.compose.difficulty``).
+        scenarios: Tasks per scenario (free-walk tasks under ``-``).
     """
 
     tasks: int
@@ -126,6 +133,14 @@ class TaskSetStats:
     rejections: dict[str, int] = field(default_factory=dict)
     rejections_by_tool: dict[str, dict[str, int]] = field(default_factory=dict)
     lint: dict[str, Any] = field(default_factory=dict)
+    calls: dict[str, int] = field(default_factory=dict)
+    long: dict[str, float] = field(default_factory=dict)
+    rules: dict[str, int] = field(default_factory=dict)
+    rule_kinds: dict[str, int] = field(default_factory=dict)
+    decoys: dict[str, int] = field(default_factory=dict)
+    reports: dict[str, int] = field(default_factory=dict)
+    difficulty: dict[str, int] = field(default_factory=dict)
+    scenarios: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def from_tasks(cls, tasks: Iterable[Task], rejections: Mapping[str, int] | None = None,
@@ -145,6 +160,15 @@ class TaskSetStats:
             rejections=_counts(Counter(rejections or {})),
             rejections_by_tool=_top_tools(rejections_by_tool or {}, top),
             lint=_lint(tasks),
+            calls=_counts((_band(len(t.solution)) for t in tasks), by_key=True),
+            long={f">={k}": round(sum(len(t.solution) >= k for t in tasks) / max(1, len(tasks)),
+                                  3) for k in (8, 15)},
+            rules=_counts((len(t.rules) for t in tasks), by_key=True),
+            rule_kinds=_counts(r.kind for t in tasks for r in t.rules),
+            decoys=_counts((sum(r.kind == "never" for r in t.rules) for t in tasks), by_key=True),
+            reports=_counts((len(t.answer) for t in tasks), by_key=True),
+            difficulty=_counts(_level(t) for t in tasks),
+            scenarios=_counts(t.scenario or "-" for t in tasks),
         )
 
     @property
@@ -154,6 +178,19 @@ class TaskSetStats:
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "attempted": self.attempted}
+
+
+_BANDS = ((1, 3), (4, 7), (8, 14), (15, 24))
+
+
+def _band(calls: int) -> str:
+    return next((f"{lo:02d}-{hi:02d}" for lo, hi in _BANDS if calls <= hi), "25+")
+
+
+def _level(task: Task) -> str:
+    from compoenv.compose.difficulty import estimate, level
+
+    return level(task.difficulty if task.difficulty is not None else estimate(task))
 
 
 def _lint(tasks: list[Task]) -> dict[str, Any]:

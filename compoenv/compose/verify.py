@@ -13,10 +13,11 @@ from compoenv.reward import Outcome, RubricResult, check_criterion, score_rubric
 from compoenv.schema import brief, extract
 from compoenv.session import Session
 from compoenv.service import split_qualified
-from compoenv.task import Call, StateCriterion, Task
+from compoenv.task import Call, RuleChange, StateCriterion, Task
 from compoenv.world import World
 
-__all__ = ["verify_task", "verify_walk", "replay", "replay_simulator", "oracle_message"]
+__all__ = ["verify_task", "verify_walk", "verify_order", "replay", "replay_simulator",
+           "oracle_message"]
 
 
 def oracle_message(task: Task) -> str:
@@ -58,11 +59,12 @@ def verify_task(task: Task, registry: Registry | None = None) -> None:
     """Checks that need only the task: no answer is given away by the instruction, every call
     names one person per role and nobody acts on themself (``identity``), the oracle scores 1.0, an empty run fails every required criterion, the oracle still scores 1.0 with
     its optional parameters passed explicitly (at their defaults, or at values the rubric
-    states), and a solution with one wrong argument scores below 1.0.
+    states), a solution ignoring any one house rule fails that rule's criteria, and a solution
+    with one wrong argument scores below 1.0.
 
     Raises:
         Rejected: with the reason (``leak``, ``no_required``, ``identity``, ``oracle_fails``,
-            ``trivial``, ``optional_sensitive``, ``insensitive``).
+            ``trivial``, ``optional_sensitive``, ``rule_not_needed``, ``insensitive``).
     """
     text = task.instruction.casefold()
     for value in task.answer:
@@ -102,12 +104,31 @@ def verify_task(task: Task, registry: Registry | None = None) -> None:
             extra = sorted(set(variant.arguments) - set(task.solution[index].arguments))
             raise Rejected("optional_sensitive", f"passing {extra} of {variant.name} "
                            f"explicitly fails {failed}", (variant.name,))
+    for rule in task.rules:  # each rule is needed: ignoring it fails one of its criteria
+        if rule.without is None:
+            continue
+        outcome = _ignoring(task, rule.without, registry)
+        own = [c for c in task.rubric if c.id in rule.criteria]
+        if not own or all(check_criterion(c, outcome)[0] for c in own):
+            raise Rejected("rule_not_needed", f"a solution ignoring house rule {rule.id} "
+                           f"({rule.kind}) still passes its criteria")
     if wrong is not None:
         index, changed = wrong
         if all(check_criterion(c, _variant(task, session, points[index], index, changed))[0]
                for c in task.rubric):
             raise Rejected("insensitive", "a solution with a wrong argument still scores 1.0",
                            (changed.name,))
+
+
+def _ignoring(task: Task, change: RuleChange, registry: Registry) -> Outcome:
+    """The outcome of the solution with a house rule ignored: its calls left out, the
+    arguments it fixed passed as they would be without it."""
+    session = _session(task, registry)
+    replace = {r.call: r.arguments for r in change.replace}
+    for i, call in enumerate(task.solution):
+        if i not in change.drop:
+            session.call(call.name, replace.get(i, call.arguments))
+    return Outcome(session, oracle_message(task), task.instruction)
 
 
 def _variant(task: Task, session: Session, point: Any, index: int, call: Call) -> Outcome:
@@ -170,6 +191,30 @@ def verify_walk(walk: Walk, task: Task) -> None:
             if len(value) >= 3 and value not in stated and value in text:
                 raise Rejected("leak", f"intermediate value {b.value!r} appears in the instruction")
             found = extract(walk.steps[b.source].result, b.path)
-            if len(found) != 1:
+            if not found or any(v != found[0] for v in found):  # one value (items may share it)
                 raise Rejected("ambiguous_grounding", f"{b.param} resolves to {len(found)} values",
                                (walk.steps[b.source].spec.qualified_name,))
+
+
+def verify_order(walk: Walk, task: Task, registry: Registry | None = None) -> None:
+    """A solution whose calls run in another order than the walk ran them (a house rule's
+    step placed before the step it is for) must see every walk step's result again: an id
+    the walk reported or carried must not depend on the order.
+
+    Raises:
+        Rejected: ``order_dependent``.
+    """
+    order = walk.order or list(range(len(walk.steps)))
+    if order == sorted(order):
+        return
+    used: dict[int, list[tuple[str, ...]]] = {}
+    for b in [b for s in walk.steps for b in s.bindings] + walk.answers:
+        if b.source is not None:
+            used.setdefault(b.source, []).append(b.path)
+    session = _session(task, registry)
+    for index, call in zip(order, task.solution):
+        result = session.call(call.name, call.arguments)
+        if any(extract(result.get("data"), path) != extract(walk.steps[index].result, path)
+               for path in used.get(index, ())):
+            raise Rejected("order_dependent", f"{call.name} returns something else when the "
+                           f"house rules' calls come first", (call.name,))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from collections import Counter
 from itertools import repeat
 from typing import Any, Callable
@@ -124,7 +125,7 @@ class Walker:
             path = (f"#{item}",) + slot.path[1:]
             values = extract(found, path)
             if len(values) == 1 and values[0] not in (None, "", []) and values[0] not in self.own:
-                self.available.append(Value(index, Slot(slot.interface, path, True, slot.kind),
+                self.available.append(Value(index, replace(slot, path=path, required=True),
                                              values[0]))
 
     def execute(self, spec: ToolSpec, bindings: list[Binding], need_report: bool = False,

@@ -43,7 +43,8 @@ class Bank(Service):
         me = world.user
         kinds = ["checking", "savings"] + (["credit"] if rng.random() < 0.75 else [])
         numbers = rng.sample(range(1000, 10000), len(kinds))
-        opening = {"checking": (1500, 6000), "savings": (5000, 30000), "credit": (-2000, -100)}
+        # enough to settle a month of bills from checking; savings hold a reserve
+        opening = {"checking": (9000, 24000), "savings": (15000, 60000), "credit": (-2000, -100)}
         accounts = {}
         for kind, number in zip(kinds, numbers):
             aid = f"ACC-{number}"

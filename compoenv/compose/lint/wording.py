@@ -190,7 +190,7 @@ def check_placeholder(ctx: TaskContext) -> Iterator[Hit]:
                 yield Hit(f'placeholder value "{m.group(0).strip(chr(34))}"', span=m.span())
 
 
-_LABEL = re.compile(r"^(?:House rules|Request): ")
+_LABEL = re.compile(r"^(?:(?:House rules|Request): |- )")
 # a sentence ends at . ! or ?, but not at the dot of an abbreviation in a name ("Co.", "St.")
 _BREAK = re.compile(r"(?<!\bCo)(?<!\bInc)(?<!\bLtd)(?<!\bSt)(?<!\bDr)(?<!\bMr)(?<!\bMs)"
                     r"(?<!\bMrs)(?<!\bJr)(?<!\bAve)(?<!\bNo)[.!?][\"')\u201d]*\s+(?=\S)")
@@ -212,7 +212,7 @@ def check_sentence(ctx: TaskContext) -> Iterator[Hit]:
                 yield Hit(f'sentence starts in lower case: "{word}"', span=(base + s,
                                                                             base + s + len(word)))
         text = body.rstrip()
-        if text and not _END.search(text):
+        if text and not _END.search(text) and line != "House rules:":  # a list follows
             tail = " ".join(text.split(" ")[-4:])
             yield Hit(f'no final punctuation: "...{tail}"', span=(base + len(text) - len(tail),
                                                                  base + len(text)))

@@ -1,0 +1,83 @@
+"""``compoenv scenarios``: the jobs long tasks are about, and whether each composes.
+
+    compoenv scenarios                       # every scenario (a table)
+    compoenv scenarios --check --seeds 40    # compose 40 seeds each: yield and call counts
+    compoenv scenarios --library DIR --json  # scenarios of other files, as JSON
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+__all__ = ["scenarios"]
+
+
+@click.command()
+@click.argument("names", nargs=-1)
+@click.option("--library", "paths", multiple=True, type=click.Path(path_type=Path),
+              help="Scenario files or folders to read instead of the built-in ones.")
+@click.option("--check", is_flag=True,
+              help="Compose --seeds tasks of each scenario and report yield and call counts.")
+@click.option("--seeds", type=click.IntRange(min=1), default=30, show_default=True,
+              help="Seeds per scenario with --check.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def scenarios(names: tuple[str, ...], paths: tuple[Path, ...], check: bool, seeds: int,
+              as_json: bool) -> None:
+    """List the scenarios (or the NAMES given): domain, services, stages, rule kinds."""
+    from compoenv.registry import Registry
+    from compoenv.scenarios import ScenarioError, ScenarioRegistry
+
+    try:
+        pool = ScenarioRegistry.from_paths(paths) if paths else ScenarioRegistry.default()
+        chosen = [pool.get(n) for n in names] if names else list(pool)
+        registry = Registry.default()
+        for scenario in chosen:
+            scenario.check(registry)
+    except ScenarioError as exc:
+        raise click.ClickException(str(exc)) from None
+    rows: list[dict[str, Any]] = [{
+        "name": s.name, "domain": s.domain, "services": s.services,
+        "stages": [st.tools for st in s.stages], "rules": s.rules} for s in chosen]
+    if check:
+        for row, scenario in zip(rows, chosen):
+            row.update(_check(scenario, pool, seeds))
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    domains = len({r["domain"] for r in rows})
+    table = Table(title=f"{len(rows)} scenarios over {domains} domains", show_lines=True)
+    for col in ("scenario", "domain", "services", "stages") + ("yield", "calls") * check:
+        table.add_column(col)
+    for r in rows:
+        cells = [r["name"], r["domain"], ", ".join(r["services"]), str(len(r["stages"]))]
+        if check:
+            cells += [f"{r['verified']}/{r['seeds']}",
+                      f"{r['calls_min']}-{r['calls_max']} (mean {r['calls_mean']})"
+                      if r["verified"] else "-"]
+        table.add_row(*cells)
+    Console().print(table)
+
+
+def _check(scenario: Any, pool: Any, seeds: int) -> dict[str, Any]:
+    """Compose ``seeds`` seeds of one scenario: how many verify, their calls, why others not."""
+    from compoenv.compose import Composer, ComposerConfig
+    from compoenv.compose.walk import Rejected
+
+    composer = Composer(config=ComposerConfig(scenarios=(scenario.name,)), scenarios=pool)
+    calls, reasons = [], Counter()
+    for seed in range(seeds):
+        try:
+            calls.append(len(composer.compose(seed).solution))
+        except Rejected as exc:
+            reasons[exc.reason] += 1
+    return {"seeds": seeds, "verified": len(calls),
+            "calls_min": min(calls, default=0), "calls_max": max(calls, default=0),
+            "calls_mean": round(sum(calls) / len(calls), 1) if calls else 0,
+            "rejections": dict(reasons.most_common())}

@@ -1,0 +1,383 @@
+"""Long tasks: a scenario's stages run as linked walks inside its services, one job end to end.
+
+Each stage is a step of the job (find, decide, act, confirm) done with one of its tools. A stage
+is fed by what earlier stages found (the first one that fits, in the walk's star-shaped order:
+the job's anchor first); a stage nothing feeds starts a new linked walk from values the user
+states. ``take="pick"`` takes one item of a list, ``take="all"`` lists items that the
+following ``each`` stages act on one by one. House rules and the report come after
+(``compoenv.compose.house_rules``).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Callable
+
+from compoenv.compose.motifs import aggregate, fan_out, returns_list
+from compoenv.compose.records import Binding, Rejected, Segment, Step, Value
+from compoenv.schema import extract
+from compoenv.compose.labels import field_label
+from compoenv.compose.render import noun, plural, reference
+from compoenv.compose.steps import single_result, worth_reporting
+from compoenv.compose.walk import Walker
+from compoenv.graph import ToolGraph
+from compoenv.scenarios import Scenario, Stage
+from compoenv.service import ToolSpec
+from compoenv.session import Session
+
+__all__ = ["ScenarioWalker", "run_stages", "choose_reports", "walk_scenario", "LEVELS", "Effects"]
+
+Effects = list[tuple[str, str, str]]  # (collection, key, "created" | "modified" | "deleted")
+
+
+def _keys(state: Any) -> dict[str, dict[str, Any]]:
+    return {c: dict(records) for c, records in state.collections().items()}
+
+
+def _diff(before: dict[str, dict[str, Any]], state: Any) -> Effects:
+    """What one write did to a service's records."""
+    out: Effects = []
+    after = state.collections()
+    for collection in sorted(set(before) | set(after)):
+        old, new = before.get(collection, {}), after.get(collection, {})
+        for key in new:
+            if key not in old:
+                out.append((collection, key, "created"))
+            elif new[key] is not old[key] and new[key] != old[key]:
+                out.append((collection, key, "modified"))
+        out.extend((collection, key, "deleted") for key in old if key not in new)
+    return out
+
+
+class ScenarioWalker(Walker):
+    """A walker that stays inside a scenario's services, remembers what each write did, and
+    names what it creates by the naming rule once one is set (``naming``)."""
+
+    def __init__(self, graph: ToolGraph, session: Session, rng: random.Random,
+                 scenario: Scenario, **kw: Any) -> None:
+        super().__init__(graph, session, rng, allowed=set(scenario.services),
+                         min_services=min(3, len(scenario.services)), **kw)
+        self.scenario = scenario
+        self.naming: Any = None  # house_rules.Naming, set once the job's code is known
+        self.picks: list[tuple[int, int]] = []  # (list step, item taken)
+        self.fanned: list[int] = []             # list steps a fan-out acted on
+        self.args: tuple[frozenset[str], dict[str, Any]] | None = None  # the stage's stated
+
+    def rule_step(self, spec: ToolSpec, bindings: list[Binding]) -> int | None:
+        """Run a call a house rule adds (a re-check, a sign-off email): kept if it succeeds,
+        unsaid in the request, feeding nothing. Returns its step index."""
+        before = None if spec.read_only else _keys(self.session.state(spec.service))
+        result = self.session.call(spec.qualified_name, {b.param: b.value for b in bindings})
+        if not result.get("success"):
+            return None
+        index = len(self.walk.steps)
+        self.walk.steps.append(Step(spec, bindings, result.get("data")))
+        self.walk.rule_steps.add(index)
+        if before is not None:
+            self.walk.effects[index] = _diff(before, self.session.state(spec.service))
+        return index
+
+    def _common(self, index: int) -> None:
+        """A field every item of a list shares (the vendor of "the invoices from Acme") is
+        one value: later stages may use it ("email the invoices' billing address")."""
+        step = self.walk.steps[index]
+        for slot in step.spec.outputs:
+            if slot.path[:1] != ("*",) or len(slot.path) != 2 or slot.kind in ("object",
+                                                                                "array"):
+                continue
+            found = extract(step.result, slot.path)
+            if (len(found) == len(step.result) and found[0] not in (None, "")
+                    and all(v == found[0] for v in found) and found[0] not in self.own):
+                self.available.append(Value(index, slot, found[0]))
+
+    def rollback(self, point: Any) -> None:
+        super().rollback(point)
+        steps = len(self.walk.steps)
+        self.walk.effects = {i: e for i, e in self.walk.effects.items() if i < steps}
+        self.picks = [p for p in self.picks if p[0] < steps]
+        self.fanned = [i for i in self.fanned if i < steps]
+        if self.naming is not None:
+            self.naming.applied = [a for a in self.naming.applied if a[0] < steps]
+
+    def execute(self, spec: ToolSpec, bindings: list[Any], need_report: bool = False,
+                segment: bool = True, fits: Callable[[Any], bool] | None = None) -> Step | None:
+        if self.args and spec.qualified_name in self.args[0]:
+            bindings = _with_args(spec, bindings, self.args[1])
+        naming = self.naming if not spec.read_only else None
+        if naming is not None:
+            bindings = naming.apply(spec, bindings)
+        before = None if spec.read_only else _keys(self.session.state(spec.service))
+        step = super().execute(spec, bindings, need_report, segment, fits)
+        if step is not None and isinstance(step.result, list) and len(step.result) > 1:
+            self._common(len(self.walk.steps) - 1)
+        if step is not None and before is not None:
+            index = len(self.walk.steps) - 1
+            self.walk.effects[index] = _diff(before, self.session.state(spec.service))
+        if naming is not None:
+            naming.kept(len(self.walk.steps) - 1) if step is not None else naming.dropped()
+        return step
+
+
+def _with_args(spec: ToolSpec, bindings: list[Binding], args: dict[str, Any]) -> list[Binding]:
+    """The call with the values the stage states put in (a carried value stays)."""
+    props = spec.parameters.get("properties", {})
+    given = {k: v for k, v in args.items() if k in props}
+    out = [Binding(b.param, given[b.param], None, (), b.interface)
+           if b.param in given and b.source is None else b for b in bindings]
+    have = {b.param for b in out}
+    return out + [Binding(k, v, None, (), props[k].get("x-interface"))
+                  for k, v in given.items() if k not in have]
+
+
+def _fresh(walker: ScenarioWalker, stage: Stage, accept: Callable[[ToolSpec], bool],
+           sizes: tuple[int, int] | None) -> None:
+    """Start the stage anew: with its stated values when they are all its call needs, else
+    from values a user could state."""
+    for name in sorted(stage.tools, key=lambda _: walker.rng.random()):
+        spec = walker.graph.specs.get(name)
+        if spec is None or not accept(spec) or not walker._allowed(name):
+            continue
+        if set(spec.parameters.get("required", ())) <= set(stage.args):
+            if walker.execute(spec, _with_args(spec, [], stage.args)) is not None:
+                return
+    walker.start(accept=accept, items=sizes)
+
+
+_ACCEPT: dict[tuple[frozenset[str], bool], Callable[[ToolSpec], bool]] = {}
+
+
+def _accept(tools: list[str], listing: bool) -> Callable[[ToolSpec], bool]:
+    """One filter object per (tools, list or not): walks memoize their choices by filter."""
+    key = (frozenset(tools), listing)
+    if key not in _ACCEPT:
+        names, shape = key[0], returns_list if listing else single_result
+        _ACCEPT[key] = lambda spec: spec.qualified_name in names and shape(spec)
+    return _ACCEPT[key]
+
+
+_EACH: dict[frozenset[str], Callable[[ToolSpec], bool]] = {}
+
+
+def _writes(tools: list[str]) -> Callable[[ToolSpec], bool]:
+    names = frozenset(tools)
+    if names not in _EACH:
+        _EACH[names] = lambda spec: spec.qualified_name in names
+    return _EACH[names]
+
+
+def _run(walker: ScenarioWalker, stage: Stage, first: bool, listed: int | None) -> None:
+    steps = walker.walk.steps
+    listing = stage.take != "one"
+    accept = _accept(stage.tools, listing)
+    if stage.each:
+        assert listed is not None
+        fan_out(walker, listed, _writes(stage.tools))
+        if listed not in walker.fanned:
+            walker.fanned.append(listed)
+        return
+    sizes = stage.items if listing else None
+    if first:
+        walker.start(accept=accept, items=sizes)
+    else:
+        try:
+            walker.extend(accept=accept)
+        except Rejected as exc:
+            if exc.reason != "dead_end" or not stage.fresh:
+                raise
+            _fresh(walker, stage, accept, sizes)  # a new linked walk: the user says what
+        if sizes is not None:
+            found = steps[-1].result
+            if not isinstance(found, list) or not sizes[0] <= len(found) <= sizes[1]:
+                raise Rejected("small_list", tools=(steps[-1].spec.qualified_name,))
+    if stage.take == "pick":
+        before = len(walker.available)
+        aggregate(walker, len(steps) - 1, report=False)
+        item = next((v.slot.path[0] for v in walker.available[before:]), "#0")
+        walker.picks.append((len(steps) - 1, int(item[1:])))
+
+
+def run_stages(walker: ScenarioWalker, stages: list[Stage],
+               on_anchor: Callable[[ScenarioWalker], None] | None = None) -> None:
+    """Run the stages in order; an optional stage that fits nothing is skipped.
+
+    Args:
+        on_anchor: Called once the first stage has run (the job's anchor is known).
+
+    Raises:
+        Rejected: a required stage fit nothing in this world and seed.
+    """
+    listed: int | None = None
+    for i, stage in enumerate(stages):
+        point = walker.checkpoint()
+        segments = len(walker.walk.segments)
+        walker.args = (frozenset(stage.tools), stage.args) if stage.args else None
+        try:
+            _run(walker, stage, i == 0, listed)
+        except Rejected:
+            walker.rollback(point)
+            del walker.walk.segments[segments:]
+            if stage.optional and i > 0:
+                continue
+            raise
+        if stage.take == "all":
+            listed = len(walker.walk.steps) - 1
+        elif not stage.each:
+            listed = None
+        if i == 0 and on_anchor is not None:
+            on_anchor(walker)
+    walker.args = None
+    _merge_each(walker)
+
+
+def _merge_each(walker: Walker) -> None:
+    """"For each invoice found, pay it. For each invoice found, email its vendor." reads
+    "For each invoice found, pay it, and email its vendor."."""
+    merged: list[Segment] = []
+    for segment in walker.walk.segments:
+        prev = merged[-1] if merged else None
+        lead = _each_lead(segment)
+        if prev is not None and lead is not None and _each_lead(prev) == lead:
+            assert prev.text is not None and segment.text is not None
+            prev.text = prev.text + ", and " + segment.text[len(lead):]
+            prev.steps = prev.steps + segment.steps
+            continue
+        merged.append(segment)
+    walker.walk.segments = merged
+
+
+def _each_lead(segment: Segment) -> str | None:
+    text = segment.text or ""
+    if not text.startswith("for each "):
+        return None
+    return text[: text.index(" found, ") + len(" found, ")] if " found, " in text else None
+
+
+def choose_reports(walker: Walker, low: int, high: int) -> None:
+    """Ask for ``low``..``high`` values the job turned up and the request does not state: one
+    per step at most, latest steps first, of kinds worth asking about."""
+    walk, rng = walker.walk, walker.rng
+    if high <= 0:
+        return
+    stated = walker.stated() | {str(v).casefold() for v in walk.hidden}
+    picked, kinds = [], set()
+    by_step: dict[int, list[Any]] = {}
+    # a rule's call placed earlier may shift the ids later writes of its service get
+    shifted = {walk.steps[i].spec.service for i in walk.rule_steps
+               if not walk.steps[i].spec.read_only}
+    for value in walker.available:
+        if value.step in walk.rule_steps:
+            continue
+        if walk.steps[value.step].spec.read_only:
+            if not worth_reporting(value):
+                continue
+        elif (not value.slot.interface.endswith("Id") or value.slot.path[-1:] != ("id",)
+              or walk.steps[value.step].spec.service in shifted):
+            continue  # of what a write returns, only its reference is news (the transfer id)
+        text = str(value.value).casefold()
+        if text in stated or len(text) > 80:
+            continue
+        by_step.setdefault(value.step, []).append(value)
+    for index in sorted(by_step, reverse=True):
+        options = [v for v in by_step[index] if v.slot.interface not in kinds
+                   and all(str(v.value).casefold() != str(p.value).casefold() for p in picked)]
+        if not options:
+            continue
+        value = rng.choice(options)
+        picked.append(value)
+        kinds.add(value.slot.interface)
+        if len(picked) >= high:
+            break
+    totals = _totals(walker)
+    if totals and len(picked) >= high:
+        picked.pop()
+    picked.sort(key=lambda v: v.step)
+    reports = [(Binding("answer", v.value, v.step, v.slot.path, v.slot.interface),
+                reference(walk.steps[v.step].spec, v.slot.path, v.slot.interface))
+               for v in picked] + totals[:1]
+    if len(reports) < low:
+        raise Rejected("nothing_to_report", f"{len(reports)} values to report, need {low}",
+                       (walk.steps[-1].spec.qualified_name,))
+    walk.reports = [b for b, _ in reports]
+    walk.asks = [ask for _, ask in reports]
+    walk.hidden.extend(b.value for b, _ in totals[:1])
+    if len(walk.reports) == 1:
+        walk.report = walk.reports[0]
+        walk.report_text = f"Tell me {walk.asks[0]}."
+
+
+def _totals(walker: Walker) -> list[tuple[Binding, str]]:
+    """"The total amount of those invoices": the sum of a field a fan-out carried from each
+    item of its list into its writes."""
+    walk = walker.walk
+    out = []
+    for index in getattr(walker, "fanned", []):
+        step = walk.steps[index]
+        fields = {b.path[1:] for s in walk.steps for b in s.bindings
+                  if b.source == index and b.interface in ("Money", "DurationMinutes")
+                  and len(b.path) == 2 and b.path[0][:1] == "#"}
+        for path in sorted(fields):
+            values = [item.get(path[0]) if isinstance(item, dict) else None
+                      for item in step.result]
+            if any(not isinstance(v, (int, float)) or isinstance(v, bool) for v in values):
+                continue
+            total = round(sum(values), 2)
+            interface = next(s.interface for s in step.spec.outputs if s.path == ("*",) + path)
+            kind = noun(step.spec)
+            label = field_label(step.spec.returns, ("*",) + path, kind)
+            out.append((Binding("answer", total, index, (), interface),
+                        f"the total {label} of those {plural(kind)}"))
+    return out
+
+
+LEVELS = ("easy", "medium", "hard")
+_RULES = {"easy": (0, 1), "medium": (1, 2), "hard": (3, 5)}
+_REPORTS = {"easy": (1, 1), "medium": (2, 2), "hard": (2, 4)}
+
+
+def walk_scenario(walker: ScenarioWalker, level: str) -> list[tuple[int, int]]:
+    """Run the scenario's job at a difficulty ``level``: its stages (the first ones only when
+    easy), then its house rules and the values to report. Returns the walk's picks (list step,
+    item) for the record.
+
+    Raises:
+        Rejected: the job does not fit this world and seed.
+    """
+    from compoenv.compose import house_rules as hr
+
+    scenario, rng, walk = walker.scenario, walker.rng, walker.walk
+    kinds = list(scenario.rules)
+    rng.shuffle(kinds)
+    low, high = _RULES[level]
+    chosen = set(kinds[: rng.randint(low, high)])
+    if not scenario.decoys:
+        chosen.discard("never")
+    stages = scenario.stages
+    if level == "easy":
+        stages = stages[: rng.randint(2, min(3, len(stages)))]
+
+    def anchor(w: ScenarioWalker) -> None:
+        if "naming" in chosen:
+            w.naming = hr.naming_for(w.walk, scenario.naming, w.picks, w.session.world.today)
+
+    run_stages(walker, stages, anchor)
+    naming, walker.naming = walker.naming, None
+    if naming is not None and (draft := hr.naming_rule(naming, walk, walker.session)):
+        walk.house.append(draft)
+    session = walker.session
+    makers = {"source_of_truth": lambda: hr.source_of_truth(walk, session, rng),
+              "threshold": lambda: hr.threshold(walker, rng),
+              "ordering": lambda: hr.ordering(walker, rng),
+              "never": lambda: hr.never(walker, walker.picks, rng)}
+    for kind in ("source_of_truth", "threshold", "ordering", "never"):
+        if kind in chosen and (draft := makers[kind]()) is not None:
+            walk.house.append(draft)
+    walk.rules = [d.text for d in walk.house]
+    if walk.house:
+        walk.motifs.append("house-rules")
+    low, high = _REPORTS[level]
+    high = min(high, scenario.report[1])
+    low = min(low, high, scenario.report[0] or low)
+    # a short job may ask for one value; a long one (8+ calls) for at least two
+    choose_reports(walker, low if len(walk.steps) >= 8 else min(low, 1), high)
+    walk.order = hr.solution_order(walk)
+    return walker.picks

@@ -1,0 +1,269 @@
+"""Scenarios: the jobs long tasks are about (a domain, a persona, a goal, its services and the
+stages of the work), as data files plus a registry, like services.
+
+A scenario file (JSON, in ``envs_library/scenarios/`` or any folder passed to
+``ScenarioRegistry.from_paths``) holds one scenario object or ``{"scenarios": [...]}``::
+
+    {"name": "vendor_invoice_run", "domain": "month-end close",
+     "persona": ["I run accounts payable at {employer}."],
+     "goal": "We're closing the month and this vendor's invoices have to be settled.",
+     "services": ["invoices", "bank", "email", "docs_editor"],
+     "stages": [
+        {"tools": ["invoices__list_invoices"], "take": "all"},
+        {"tools": ["bank__transfer"], "each": true},
+        {"tools": ["email__send_email"], "optional": true}],
+     "rules": ["naming", "source_of_truth", "threshold", "ordering", "never"],
+     "naming": "close"}
+
+Stages run in order; each is one step of the job (find, decide, act, confirm) done with one of
+its tools, fed by what earlier stages found. See docs/scenarios.md.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Iterable, Iterator, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from compoenv.service import did_you_mean
+
+__all__ = ["Stage", "Scenario", "ScenarioRegistry", "ScenarioError", "RULE_KINDS",
+           "register_scenario", "ENTRY_POINT_GROUP"]
+
+ENTRY_POINT_GROUP = "compoenv.scenarios"
+RULE_KINDS = ("naming", "source_of_truth", "threshold", "ordering", "never")
+RuleKind = Literal["naming", "source_of_truth", "threshold", "ordering", "never"]
+
+
+class ScenarioError(ValueError):
+    """A scenario file that cannot be read, or a scenario that does not fit the library."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Stage(_Model):
+    """One step of the job.
+
+    Attributes:
+        tools: Qualified tool names that may do it; the walk takes the first that fits what
+            earlier stages found (in a random order).
+        take: For a tool that returns a list: ``one`` (a single-result tool), ``pick`` (take
+            the item with the highest or lowest value of a field), ``all`` (the following
+            ``each`` stages act on every item).
+        each: Run once per item of the last ``all`` stage (email each attendee).
+        optional: Skip the stage when none of its tools fits (instead of dropping the seed).
+        fresh: When nothing found so far feeds the stage, it may start anew from values the
+            user states (check the balance of an account they name).
+        items: For a list stage: the fewest and most items it must find.
+        args: Values the request states for some parameters of the stage's call (the title
+            and text of the note that records the job); the rest are found or stated as usual.
+    """
+
+    tools: list[str] = Field(min_length=1)
+    take: Literal["one", "pick", "all"] = "one"
+    each: bool = False
+    optional: bool = False
+    fresh: bool = False
+    items: tuple[int, int] = (2, 6)
+    args: dict[str, str | int | float | bool] = {}
+
+    @field_validator("items")
+    @classmethod
+    def _sizes(cls, value: tuple[int, int]) -> tuple[int, int]:
+        if not 1 <= value[0] <= value[1] <= 50:
+            raise ValueError(f"items must be (min, max) with 1 <= min <= max <= 50, got {value}")
+        return value
+
+
+class Scenario(_Model):
+    """A job long tasks are about.
+
+    Attributes:
+        name: Unique snake_case name (a task records it in ``scenario``).
+        domain: The line of work ("legal ops", "month-end close"); tasks record it in ``domain``.
+        persona: Lines saying who the user is ("{employer}" is the user's employer); one opens
+            each request.
+        goal: What the user is trying to get done, one sentence after the persona.
+        services: The services the job uses (3 to 7); walks stay inside them.
+        stages: The steps of the job, in order.
+        rules: House-rule kinds tasks of this scenario may carry.
+        naming: The prefix of the naming scheme ("close" -> "close-<invoice id>").
+        decoys: Whether tasks may name a near-duplicate record to leave alone.
+        report: Fewest and most values the final message reports.
+        roles: Roles the scenario's values play (documentation, checked against roles.py).
+    """
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]{2,63}$")
+    domain: str = Field(min_length=2, max_length=40)
+    persona: list[str] = Field(min_length=1)
+    goal: str = Field(min_length=8, max_length=300)
+    services: list[str] = Field(min_length=2, max_length=7)
+    stages: list[Stage] = Field(min_length=2, max_length=12)
+    rules: list[RuleKind] = list(RULE_KINDS)
+    naming: str = Field("job", pattern=r"^[a-z][a-z0-9-]{1,20}$")
+    decoys: bool = True
+    report: tuple[int, int] = (2, 3)
+    roles: list[str] = []
+
+    @field_validator("report")
+    @classmethod
+    def _report(cls, value: tuple[int, int]) -> tuple[int, int]:
+        if not 0 <= value[0] <= value[1] <= 4:
+            raise ValueError(f"report must be (min, max) with 0 <= min <= max <= 4, got {value}")
+        return value
+
+    @field_validator("stages")
+    @classmethod
+    def _each_follows_a_list(cls, stages: list[Stage]) -> list[Stage]:
+        listed = False
+        for i, stage in enumerate(stages):
+            if stage.each and not listed:
+                raise ValueError(f"stage {i} runs for each item, but no earlier stage has "
+                                 f"take='all' to list the items")
+            if stage.each and stage.take != "one":
+                raise ValueError(f"stage {i}: an 'each' stage acts on one item (take='one')")
+            listed = stage.take == "all" or (listed and stage.each)
+        if stages[0].each:
+            raise ValueError("the first stage cannot be an 'each' stage")
+        return stages
+
+    def check(self, registry: object) -> None:
+        """Raise ScenarioError unless every service and tool exists in ``registry`` and every
+        stage's tools belong to the scenario's services."""
+        names = set(registry.names())  # type: ignore[attr-defined]
+        for service in self.services:
+            if service not in names:
+                raise ScenarioError(f"scenario {self.name!r}: "
+                                    + did_you_mean(service, names, "service"))
+        tools = {t.qualified_name for t in registry.tools(self.services)}  # type: ignore
+        for i, stage in enumerate(self.stages):
+            for tool in stage.tools:
+                if tool not in tools:
+                    raise ScenarioError(f"scenario {self.name!r}, stage {i}: "
+                                        + did_you_mean(tool, tools, "tool")
+                                        + f" (tools must belong to {self.services})")
+        from compoenv.roles import KIND_OF
+
+        unknown = [r for r in self.roles if r not in KIND_OF]
+        if unknown:
+            raise ScenarioError(f"scenario {self.name!r}: unknown roles {unknown}; "
+                                f"see compoenv.roles.ROLES")
+
+
+def _read(path: Path) -> list[Scenario]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError(f"{path}: cannot read: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ScenarioError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    items = data.get("scenarios") if isinstance(data, dict) and "scenarios" in data else [data]
+    if not isinstance(items, list):
+        raise ScenarioError(f"{path}: 'scenarios' must be a list of scenario objects")
+    out = []
+    for i, item in enumerate(items):
+        try:
+            out.append(Scenario.model_validate(item))
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            where = ".".join(str(p) for p in first["loc"]) or "(root)"
+            name = item.get("name", f"#{i}") if isinstance(item, dict) else f"#{i}"
+            raise ScenarioError(f"{path}: scenario {name!r}: field {where!r}: {first['msg']}") \
+                from None
+    return out
+
+
+_USER: dict[str, Scenario] = {}
+_DEFAULT: dict[str, ScenarioRegistry] = {}
+_LOCK = threading.RLock()
+
+
+def register_scenario(scenario: Scenario) -> Scenario:
+    """Add a scenario to every default scenario registry created afterwards."""
+    old = _USER.get(scenario.name)
+    if old is not None and old != scenario:
+        raise ScenarioError(f"duplicate scenario name {scenario.name!r}")
+    _USER[scenario.name] = scenario
+    _DEFAULT.clear()
+    return scenario
+
+
+class ScenarioRegistry:
+    """Scenarios by unique name."""
+
+    def __init__(self, scenarios: Iterable[Scenario] = ()) -> None:
+        self._scenarios: dict[str, Scenario] = {}
+        for scenario in scenarios:
+            self.add(scenario)
+
+    def add(self, scenario: Scenario) -> Scenario:
+        if scenario.name in self._scenarios and self._scenarios[scenario.name] != scenario:
+            raise ScenarioError(f"duplicate scenario name {scenario.name!r}")
+        self._scenarios[scenario.name] = scenario
+        return scenario
+
+    def get(self, name: str) -> Scenario:
+        try:
+            return self._scenarios[name]
+        except KeyError:
+            raise ScenarioError(did_you_mean(name, self._scenarios, "scenario")) from None
+
+    def names(self) -> list[str]:
+        return sorted(self._scenarios)
+
+    def __iter__(self) -> Iterator[Scenario]:
+        return iter(self._scenarios[n] for n in self.names())
+
+    def __len__(self) -> int:
+        return len(self._scenarios)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._scenarios
+
+    def domains(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for s in self:
+            out.setdefault(s.domain, []).append(s.name)
+        return out
+
+    def usable(self, services: Iterable[str]) -> ScenarioRegistry:
+        """The scenarios whose services all lie in ``services``."""
+        pool = set(services)
+        return ScenarioRegistry(s for s in self if set(s.services) <= pool)
+
+    @classmethod
+    def from_paths(cls, paths: Iterable[str | Path]) -> ScenarioRegistry:
+        """Scenarios of JSON files, and of the ``*.json`` files in folders, in name order."""
+        registry = cls()
+        for path in map(Path, paths):
+            files = sorted(path.glob("*.json")) if path.is_dir() else [path]
+            if not path.exists():
+                raise ScenarioError(f"{path}: no such file or folder")
+            for file in files:
+                for scenario in _read(file):
+                    registry.add(scenario)
+        return registry
+
+    @classmethod
+    def default(cls) -> ScenarioRegistry:
+        """envs_library/scenarios, folders named by ``compoenv.scenarios`` entry points, and
+        registered scenarios."""
+        with _LOCK:
+            if "registry" not in _DEFAULT:
+                import envs_library
+
+                folder = Path(envs_library.__file__).with_name("scenarios")
+                paths: list[str | Path] = [folder] if folder.is_dir() else []
+                for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+                    paths.append(ep.load())
+                registry = cls.from_paths(paths)
+                for scenario in _USER.values():
+                    registry.add(scenario)
+                _DEFAULT["registry"] = registry
+            return _DEFAULT["registry"]

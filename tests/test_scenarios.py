@@ -1,0 +1,252 @@
+"""Scenarios: the file format and registry, long tasks composed from them, their house rules
+(each needed), decoys, reports, difficulty and the CLI."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+from click.testing import CliRunner
+
+from compoenv.cli import main
+from compoenv.compose import Composer, ComposerConfig
+from compoenv.compose.difficulty import DifficultyMix, curriculum, estimate, level
+from compoenv.compose.verify import _ignoring, replay, verify_task
+from compoenv.compose.walk import Rejected
+from compoenv.registry import Registry
+from compoenv.reward import check_criterion
+from compoenv.scenarios import Scenario, ScenarioError, ScenarioRegistry
+from compoenv.task import Call, OrderCriterion, Task, UnchangedCriterion
+
+PAYMENT = {
+    "name": "pay_one_invoice", "domain": "month-end close",
+    "persona": ["I run accounts payable at {employer}."],
+    "goal": "One vendor's invoice has to be paid and confirmed before the month closes.",
+    "services": ["invoices", "bank", "email", "docs_editor"],
+    "stages": [
+        {"tools": ["invoices__invoices_from"], "take": "pick", "items": [2, 8]},
+        {"tools": ["bank__transfer"]},
+        {"tools": ["invoices__mark_paid"], "optional": True},
+        {"tools": ["email__send_email"], "optional": True},
+        {"tools": ["docs_editor__create_document"], "optional": True, "fresh": True,
+         "args": {"title": "Payment log", "content": "Paid; see the bank history."}},
+    ],
+    "naming": "ap",
+}
+
+
+def _pool(**changes: object) -> ScenarioRegistry:
+    return ScenarioRegistry([Scenario.model_validate({**PAYMENT, **changes})])
+
+
+def _tasks(n: int, level: str = "hard", **changes: object) -> list[Task]:
+    config = ComposerConfig(scenarios=("pay_one_invoice",), difficulty=((level, 1.0),),
+                            distractors=10)
+    composer = Composer(config=config, scenarios=_pool(**changes))
+    out = []
+    for seed in range(200):
+        try:
+            out.append(composer.compose(seed))
+        except Rejected:
+            continue
+        if len(out) == n:
+            return out
+    raise AssertionError(f"only {len(out)} tasks: {composer.rejections}")
+
+
+@pytest.fixture(scope="module")
+def hard() -> list[Task]:
+    return _tasks(12)
+
+
+# -- format and registry --------------------------------------------------------------------
+@pytest.mark.parametrize("change, message", [
+    ({"stages": [{"tools": ["bank__transfer"], "each": True}, {"tools": ["x"]}]},
+     "stage 0 runs for each item"),
+    ({"stages": [{"tools": ["a"]}, {"tools": ["b"], "each": True}]}, "no earlier stage"),
+    ({"name": "Bad Name"}, "name"),
+    ({"report": [3, 9]}, "report"),
+    ({"rules": ["sometimes"]}, "rules"),
+])
+def test_bad_scenarios_are_refused_with_the_field(tmp_path, change, message) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"scenarios": [{**PAYMENT, **change}]}))
+    with pytest.raises(ScenarioError, match=message):
+        ScenarioRegistry.from_paths([path])
+
+
+def test_unknown_tools_and_services_get_did_you_mean() -> None:
+    registry = Registry.default()
+    bad = Scenario.model_validate({**PAYMENT, "stages": [{"tools": ["bank__transfr"]},
+                                                         {"tools": ["bank__transfer"]}]})
+    with pytest.raises(ScenarioError, match="Did you mean 'bank__transfer'"):
+        bad.check(registry)
+    with pytest.raises(ScenarioError, match="service"):
+        Scenario.model_validate({**PAYMENT, "services": ["invoice", "bank"]}).check(registry)
+
+
+def test_broken_json_names_the_file_and_line(tmp_path) -> None:
+    path = tmp_path / "broken.json"
+    path.write_text('{"scenarios": [\n{"name": }]}')
+    with pytest.raises(ScenarioError, match=r"broken.json: invalid JSON at line 2"):
+        ScenarioRegistry.from_paths([tmp_path])
+
+
+def test_the_library_ships_forty_scenarios_over_twelve_domains() -> None:
+    pool = ScenarioRegistry.default()
+    registry = Registry.default()
+    for scenario in pool:
+        scenario.check(registry)
+        assert 3 <= len(scenario.services) <= 7, scenario.name
+    assert len(pool) >= 40
+    assert len(pool.domains()) >= 12
+
+
+# -- long tasks -----------------------------------------------------------------------------
+def test_scenario_tasks_record_their_job_and_verify_again(hard) -> None:
+    for task in hard:
+        assert task.scenario == "pay_one_invoice" and task.domain == "month-end close"
+        assert 0 <= task.difficulty <= 1 and len(task.distractors) == 10
+        assert replay(task).score == 1.0
+        verify_task(task)  # the published checks pass again from the task alone
+        assert not set(task.distractors) & set(task.services)
+
+
+def test_every_rule_with_a_step_is_needed(hard) -> None:
+    kinds = Counter()
+    for task in hard:
+        by_id = {c.id: c for c in task.rubric}
+        for rule in task.rules:
+            kinds[rule.kind] += 1
+            assert rule.text in task.instruction and rule.criteria
+            if rule.without is None:
+                continue
+            ignored = _ignoring(task, rule.without, Registry.default())
+            assert not all(check_criterion(by_id[c], ignored)[0] for c in rule.criteria), \
+                (rule.kind, task.instruction)
+    assert {"naming", "source_of_truth", "threshold"} <= set(kinds), kinds
+
+
+def test_a_source_of_truth_rule_quotes_a_figure_the_solution_does_not_use(hard) -> None:
+    task = next(t for t in hard if any(r.kind == "source_of_truth" for r in t.rules))
+    rule = next(r for r in task.rules if r.kind == "source_of_truth")
+    quoted = rule.without.replace[0].arguments["amount"]
+    call = task.solution[rule.without.replace[0].call]
+    assert call.arguments["amount"] != quoted
+    assert f"{quoted:g}" in task.instruction or str(int(quoted)) in task.instruction
+
+
+def test_a_threshold_rule_adds_a_sign_off_before_the_payment(hard) -> None:
+    task = next(t for t in hard if any(r.kind == "threshold" for r in t.rules))
+    rule = next(r for r in task.rules if r.kind == "threshold")
+    names = [c.name for c in task.solution]
+    for i in rule.without.drop:
+        assert names[i] == "email__send_email"
+        assert task.solution[i].arguments["subject"].startswith("Sign-off: ")
+        assert "bank__transfer" in names[i + 1:]
+
+
+def test_long_tasks_report_several_values_each_its_own_criterion(hard) -> None:
+    many = [t for t in hard if len(t.answer) >= 2]
+    assert many
+    for task in many:
+        answers = [c for c in task.rubric if c.kind == "answer"]
+        assert sorted(c.value for c in answers) == sorted(task.answer)
+        assert "tell me" in task.instruction.casefold()
+
+
+def test_easy_tasks_are_shorter_and_carry_fewer_rules() -> None:
+    easy = _tasks(6, level="easy")
+    assert max(len(t.rules) for t in easy) <= 1
+    assert all(len(t.answer) == 1 for t in easy)
+
+
+# -- criteria of the rules ------------------------------------------------------------------
+def test_order_criterion_needs_the_first_call_before_the_second(hard) -> None:
+    from compoenv.reward import Outcome
+    from compoenv.session import Session
+    from compoenv.world import World
+
+    world = World.get(0)
+    session = Session.for_names(["invoices", "bank"], world)
+    invoice = next(k for k, v in session.state("invoices").invoices.items()
+                   if v.status == "open")
+    criterion = OrderCriterion(id="c", description="", then="invoices__void_invoice",
+                               first=Call(name="invoices__get_invoice",
+                                          arguments={"invoice_id": invoice}))
+    assert not check_criterion(criterion, Outcome(session))[0]
+    session.call("invoices__get_invoice", {"invoice_id": invoice})
+    assert not check_criterion(criterion, Outcome(session))[0]  # nothing followed yet
+    void = {"invoice_id": invoice, "reason": "duplicate"}
+    assert session.call("invoices__void_invoice", void)["success"]
+    assert check_criterion(criterion, Outcome(session))[0]
+    late = Session.for_names(["invoices", "bank"], world)
+    late.call("invoices__void_invoice", void)
+    late.call("invoices__get_invoice", {"invoice_id": invoice})
+    passed, why = check_criterion(criterion, Outcome(late))
+    assert not passed and "before" in why
+
+
+def test_a_decoy_guard_watches_only_its_record() -> None:
+    from compoenv.reward import Outcome
+    from compoenv.session import Session
+    from compoenv.world import World
+
+    session = Session.for_names(["invoices", "bank"], World.get(0))
+    first, second = [k for k, v in session.state("invoices").invoices.items()
+                     if v.status == "open"][:2]
+    guard = UnchangedCriterion(id="g", description="", service="invoices", collection="*",
+                               keys=[second])
+    session.call("invoices__void_invoice", {"invoice_id": first, "reason": "duplicate"})
+    assert check_criterion(guard, Outcome(session))[0]
+    session.call("invoices__void_invoice", {"invoice_id": second, "reason": "duplicate"})
+    assert not check_criterion(guard, Outcome(session))[0]
+
+
+# -- difficulty -----------------------------------------------------------------------------
+def test_difficulty_grows_with_calls_rules_and_reports(hard) -> None:
+    easy = _tasks(3, level="easy")
+    assert max(estimate(t) for t in easy) < max(estimate(t) for t in hard)
+    assert level(0.1) == "easy" and level(0.3) == "medium" and level(0.9) == "hard"
+
+
+def test_a_difficulty_mix_sets_quotas_and_a_curriculum_orders_a_set(hard) -> None:
+    mix = DifficultyMix.parse("easy=1,medium=2,hard=1")
+    assert mix.quotas(10) == {"easy": 3, "medium": 5, "hard": 2} or sum(
+        mix.quotas(10).values()) == 10
+    with pytest.raises(ValueError, match="unknown difficulty levels"):
+        DifficultyMix.parse("tricky=1")
+    ordered = curriculum(hard)
+    assert [t.difficulty for t in ordered] == sorted(t.difficulty for t in hard)
+
+
+# -- command line ---------------------------------------------------------------------------
+def test_generate_defaults_to_long_scenario_tasks_with_distractors(tmp_path) -> None:
+    out = tmp_path / "tasks.jsonl"
+    result = CliRunner().invoke(main, ["generate", "--num", "6", "--seed", "2", "-o", str(out),
+                                       "--json", "--curriculum"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    tasks = [Task.model_validate_json(line) for line in out.read_text().splitlines()]
+    assert all(t.scenario and len(t.distractors) == 10 for t in tasks)
+    assert [t.difficulty for t in tasks] == sorted(t.difficulty for t in tasks)
+    assert sum(summary["rules"].values()) == 6 and ">=8" in summary["long"]
+
+
+def test_bad_scenario_and_difficulty_flags_are_usage_errors(tmp_path) -> None:
+    out = str(tmp_path / "t.jsonl")
+    result = CliRunner().invoke(main, ["generate", "--scenarios", "pay_one_invoce", "-o", out])
+    assert result.exit_code == 2 and "Unknown scenario" in result.output
+    result = CliRunner().invoke(main, ["generate", "--difficulty", "hard=x", "-o", out])
+    assert result.exit_code == 2 and "bad difficulty share" in result.output
+
+
+def test_scenarios_command_lists_and_checks(tmp_path) -> None:
+    path = tmp_path / "pay.json"
+    path.write_text(json.dumps(PAYMENT))
+    result = CliRunner().invoke(main, ["scenarios", "--library", str(path), "--check",
+                                       "--seeds", "6", "--json"])
+    assert result.exit_code == 0, result.output
+    row = json.loads(result.output)[0]
+    assert row["name"] == "pay_one_invoice" and row["verified"] > 0
