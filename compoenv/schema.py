@@ -107,6 +107,35 @@ def interface_slots(schema: dict[str, Any], required: bool = True,
     return slots
 
 
+def key_slots(schema: dict[str, Any], owner: str, required: bool = True,
+              path: tuple[str, ...] = ()) -> list[Slot]:
+    """Untagged ``<thing>_id`` strings of a compact schema as slots of a key interface of
+    their own service (``events_tickets`` + ``event_id`` -> ``EventsTicketsEventId``): a spec
+    that names the event a search found ``event_id`` and the booking's input ``event_id``
+    joins them, and nothing else (another service's ids, its other ids)."""
+    slots: list[Slot] = []
+    for node in _branches(schema):
+        if node.get("type") == "array" and isinstance(node.get("items"), dict):
+            slots.extend(key_slots(node["items"], owner, required, path + ("*",)))
+        for key, child in (node.get("properties") or {}).items():
+            if not isinstance(child, dict):
+                continue
+            child_required = required and key in node.get("required", ())
+            if (key.endswith("_id") and child.get("type") == "string"
+                    and "x-interface" not in child and "enum" not in child):
+                slots.append(Slot(key_interface(owner, key), path + (key,), child_required,
+                                  "string"))
+            elif child.get("type") in ("object", "array"):
+                slots.extend(key_slots(child, owner, child_required, path + (key,)))
+    return slots
+
+
+def key_interface(owner: str, field: str) -> str:
+    """``("car_rental", "offer_id")`` -> ``CarRentalOfferId``."""
+    return "".join(w.capitalize() for w in f"{owner}_{field.removesuffix('_id')}".split("_")) \
+        + "Id"
+
+
 def extract(value: Any, path: tuple[str, ...]) -> list[Any]:
     """Values found at ``path`` inside ``value``: ``"*"`` fans out over a list's items (or a
     mapping's values), ``"#k"`` takes item k of a list."""

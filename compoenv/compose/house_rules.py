@@ -21,7 +21,7 @@ from typing import Any
 
 from compoenv.compose.identity import person_of
 from compoenv.compose.records import Binding, Walk
-from compoenv.compose.render import noun, reference, words
+from compoenv.compose.render import NAMED, noun, reference, words
 from compoenv.compose.rubric import answer_text
 from compoenv.compose.steps import as_list_path
 from compoenv.reward import record_dict, same_value
@@ -30,7 +30,7 @@ from compoenv.service import ToolSpec
 from compoenv.task import Call, Criterion, OrderCriterion, StateCriterion, UnchangedCriterion
 from compoenv.worldmodel.base import SimState
 
-__all__ = ["Draft", "Naming", "naming_for", "source_of_truth", "threshold", "ordering",
+__all__ = ["NAMED", "Draft", "Naming", "naming_for", "source_of_truth", "threshold", "ordering",
            "never", "solution_order"]
 
 _NAMES = ("title", "name", "memo")  # the parameters a naming scheme fills, in that order
@@ -77,7 +77,7 @@ class Naming:
         old = next((b for b in bindings if b.param == param), None)
         if old is not None and old.source is not None:
             return bindings  # a carried title is the record's own
-        self.walk.shown[(spec.qualified_name, param)] = "per the naming rule"
+        self.walk.shown[(spec.qualified_name, param)] = NAMED
         self._pending = (param, None if old is None else old.value)
         new = Binding(param, self.value, None, (), "Text")
         return [new if b.param == param else b for b in bindings] + ([] if old else [new])
@@ -231,8 +231,8 @@ def threshold(walker: Any, rng: random.Random) -> Draft | None:
             continue
         label, ref = _reference(walk, walk.steps[index].bindings) or ("", None)  # type: ignore
         subject = f"Sign-off: {ref.value}"
-        body = (f"Please sign off on the {noun(spec)} of {answer_text(amount.value)} for "
-                f"{ref.value}.")
+        body = (f"Please sign off on the {noun(spec)} for {ref.value} ({words(amount.param)} "
+                f"{answer_text(amount.value)}).")
         added = walker.rule_step(sender, [
             Binding("to", approver.email, None, (), "EmailAddress"),
             Binding("subject", subject, None, (), "EmailSubject"),
@@ -245,9 +245,10 @@ def threshold(walker: Any, rng: random.Random) -> Draft | None:
                                    f'has the subject "{subject}"')
     if not draft.added or len(draft.criteria) != len(draft.added):
         return None
-    draft.text = (f"Any {noun(spec)} of {limit:g} or more needs a sign-off: before making it, "
-                  f"email {approver.name} ({approver.email}) with the subject "
-                  f'"Sign-off: <{label}>".')
+    what = words(groups[tool][0][1].param)
+    draft.text = (f"Any {noun(spec)} with {_a(what)} {what} of {limit:g} or more needs a "
+                  f"sign-off: before making it, email {approver.name} ({approver.email}) with "
+                  f'the subject "Sign-off: <{label}>".')
     return draft
 
 
@@ -262,8 +263,12 @@ def _reference(walk: Walk, bindings: list[Binding]) -> tuple[str, Binding] | Non
                     else b.interface in ("EmailAddress", "OrganizationName", "PersonName"))
             if fits:
                 producer = walk.steps[b.source].spec
-                return reference(producer, b.path, b.interface).removeprefix("the "), b
+                return reference(producer, b.path, b.interface), b
     return None
+
+
+def _a(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
 
 
 def _round_below(value: float, rng: random.Random) -> float:

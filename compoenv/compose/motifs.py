@@ -188,8 +188,9 @@ def fan_out(walker: Walker, index: int,
         carried = {tuple(b.value for b in bindings if b.source == index) for bindings in per_item}
         if len(carried) != len(per_item):
             continue  # two items would get the very same call
-        if any(str(v).casefold() in stated or person_of(v, world) in named
-               for values in carried for v in values):
+        if any((str(b.value).casefold() in stated and b.interface in IDENTITY)
+               or person_of(b.value, world) in named
+               for bindings in per_item for b in bindings if b.source == index):
             continue  # "for each article by Lara Hayes, message its author": one person
         spec = walker.graph.specs[edge.target]
         first = len(walker.walk.steps)
@@ -197,8 +198,9 @@ def fan_out(walker: Walker, index: int,
         if any(walker.execute(spec, bindings, segment=False) is None for bindings in per_item):
             walker.rollback(point)  # one item failed: undo the others, try another write
             continue
+        # the bindings as run: a scenario's stated values and a naming rule are in them
         text = (f"for each {noun(step.spec)} found, "
-                + phrase(spec, walker.walk, per_item[0]))
+                + phrase(spec, walker.walk, walker.walk.steps[first].bindings))
         walker.walk.segments.append(Segment(list(range(first, len(walker.walk.steps))), text))
         walker.walk.motifs.append("fan-out")
         # "the payment's amount" after one payment per item would not say which: what the

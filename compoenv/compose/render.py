@@ -15,10 +15,11 @@ from compoenv.service import ToolSpec
 __all__ = ["render_instruction", "reference", "phrase", "noun", "words", "singular", "plural"]
 
 _QUOTED = frozenset({"Text", "EmailSubject", None})
+NAMED = "per the naming rule"  # compoenv.compose.house_rules.NAMED
 _KEYS = frozenset({"FlightNumber", "BookingReference"})
 _THE_THE = re.compile(r"\bthe the\b")
 # a unit written after a placeholder reads twice once the value is a reference
-_UNIT_AFTER = re.compile(r"\{(\w+)\}(-| )(minutes?|nights?|days?|hours?)\b")
+_UNIT_AFTER = re.compile(r"\{(\w+)\}(-| )(minutes?|nights?|days?|hours?|shares?|tickets?)\b")
 
 
 def _root(spec: ToolSpec, path: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
@@ -82,6 +83,14 @@ def phrase(spec: ToolSpec, walk: Walk, bindings: list[Binding]) -> str:
     carried = {b.param for b in bindings if b.source is not None}
     template = _UNIT_AFTER.sub(lambda m: "{%s}" % m.group(1) if m.group(1) in carried
                                else m.group(0), template)
+    for b in bindings:  # "schedule {title} at ..." with the title a house rule sets
+        if walk.shown.get((spec.qualified_name, b.param)) == NAMED:
+            slot, kind = "{%s}" % b.param, noun(spec)
+            if f"{kind} {slot}" in template:  # "save a new file {name}"
+                template = template.replace(f"{kind} {slot}", f"{kind} titled {slot}")
+            else:
+                template = re.sub(r"(?<!titled )(?<!called )(?<!named )%s" % re.escape(slot),
+                                  f"a {kind} titled {slot}", template)
     template, said = _one_source(template, bindings, walk)
     fields = {name for _, name, _, _ in string.Formatter().parse(template) if name}
     values: dict[str, str] = {}

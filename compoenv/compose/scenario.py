@@ -19,6 +19,8 @@ from compoenv.schema import extract
 from compoenv.compose.labels import field_label
 from compoenv.compose.render import noun, plural, reference
 from compoenv.compose.steps import single_result, worth_reporting
+from compoenv.compose.values import MISSING, fresh_value
+from compoenv.roles import compatible
 from compoenv.compose.walk import Walker
 from compoenv.graph import ToolGraph
 from compoenv.scenarios import Scenario, Stage
@@ -58,10 +60,20 @@ class ScenarioWalker(Walker):
         super().__init__(graph, session, rng, allowed=set(scenario.services),
                          min_services=min(3, len(scenario.services)), **kw)
         self.scenario = scenario
+        self.reuse_asked = True
         self.naming: Any = None  # house_rules.Naming, set once the job's code is known
         self.picks: list[tuple[int, int]] = []  # (list step, item taken)
         self.fanned: list[int] = []             # list steps a fan-out acted on
         self.args: tuple[frozenset[str], dict[str, Any]] | None = None  # the stage's stated
+
+    def _starts(self, accept: Callable[[ToolSpec], bool]) -> list[list[str]]:
+        """A job may also open with a tool that needs nothing ("list the open tickets")."""
+        graph = self.graph
+        bare = [n for n, spec in graph.specs.items() if not spec.parameters.get("required")
+                and graph.out_edges(n)]
+        starts = [t for t in dict.fromkeys(graph.start_tools() + bare)
+                  if self._allowed(t) and accept(graph.specs[t])]
+        return [starts] if starts else []
 
     def rule_step(self, spec: ToolSpec, bindings: list[Binding]) -> int | None:
         """Run a call a house rule adds (a re-check, a sign-off email): kept if it succeeds,
@@ -131,16 +143,60 @@ def _with_args(spec: ToolSpec, bindings: list[Binding], args: dict[str, Any]) ->
 
 def _fresh(walker: ScenarioWalker, stage: Stage, accept: Callable[[ToolSpec], bool],
            sizes: tuple[int, int] | None) -> None:
-    """Start the stage anew: with its stated values when they are all its call needs, else
-    from values a user could state."""
+    """Start the stage anew: with its stated values when they are all its call needs; else
+    with what the request already said where it fits (the trip's city and dates for the
+    hotel search after the flight search); else from values a user could state."""
+    fits = None if sizes is None else (
+        lambda found: isinstance(found, list) and sizes[0] <= len(found) <= sizes[1])
     for name in sorted(stage.tools, key=lambda _: walker.rng.random()):
         spec = walker.graph.specs.get(name)
         if spec is None or not accept(spec) or not walker._allowed(name):
             continue
         if set(spec.parameters.get("required", ())) <= set(stage.args):
-            if walker.execute(spec, _with_args(spec, [], stage.args)) is not None:
+            if walker.execute(spec, _with_args(spec, [], stage.args), fits=fits) is not None:
                 return
+        bindings = _restated(walker, spec)
+        if bindings is not None and walker.execute(spec, bindings, fits=fits) is not None:
+            return
     walker.start(accept=accept, items=sizes)
+
+
+def _restated(walker: ScenarioWalker, spec: ToolSpec) -> list[Binding] | None:
+    """The call's required values from what the request stated for earlier calls, in roles
+    that fit (a flight's destination city is the hotel's city); None unless at least one is
+    restated and every other one can be stated fresh."""
+    said: dict[str, list[tuple[str | None, Any]]] = {}
+    for step in walker.walk.steps:
+        roles = {s.path[0]: s.role for s in step.spec.inputs if len(s.path) == 1}
+        for b in step.bindings:
+            if b.source is None and b.interface is not None:
+                said.setdefault(b.interface, []).append((roles.get(b.param), b.value))
+    props = spec.parameters.get("properties", {})
+    out, restated = [], 0
+    world, rng = walker.session.world, walker.rng
+    for slot in spec.inputs:
+        param = slot.path[0]
+        if not slot.required or len(slot.path) != 1:
+            continue
+        value = next((v for role, v in reversed(said.get(slot.interface, []))
+                      if compatible(slot.interface, role, slot.role)), MISSING)
+        if value is not MISSING:
+            restated += 1
+        else:
+            value = fresh_value(param, props.get(param, {}), world, rng,
+                                rng.choice(world.people[1:]), spec.service)
+        if value is MISSING:
+            return None
+        out.append(Binding(param, value, None, (), slot.interface))
+    have = {b.param for b in out}
+    for param in spec.parameters.get("required", ()):
+        if param not in have:
+            value = fresh_value(param, props.get(param, {}), world, rng,
+                                rng.choice(world.people[1:]), spec.service)
+            if value is MISSING:
+                return None
+            out.append(Binding(param, value))
+    return out if restated else None
 
 
 _ACCEPT: dict[tuple[frozenset[str], bool], Callable[[ToolSpec], bool]] = {}
@@ -211,6 +267,7 @@ def run_stages(walker: ScenarioWalker, stages: list[Stage],
         point = walker.checkpoint()
         segments = len(walker.walk.segments)
         walker.args = (frozenset(stage.tools), stage.args) if stage.args else None
+        walker.used = set()  # a stage may use a tool an earlier stage used (a second email)
         try:
             _run(walker, stage, i == 0, listed)
         except Rejected:
@@ -252,6 +309,13 @@ def _each_lead(segment: Segment) -> str | None:
     return text[: text.index(" found, ") + len(" found, ")] if " found, " in text else None
 
 
+# who and where a job already acted on: asking for them back tells nothing
+_ECHOES = frozenset({"EmailAddress", "PersonName", "PhoneNumber", "OrganizationName", "City",
+                     "StreetAddress", "JobTitle"})
+# ids nobody asks back for: the message just sent, the calendar entry just made
+_HOUSEKEEPING = frozenset({"MessageId", "EventId", "ContactId"})
+
+
 def choose_reports(walker: Walker, low: int, high: int) -> None:
     """Ask for ``low``..``high`` values the job turned up and the request does not state: one
     per step at most, latest steps first, of kinds worth asking about."""
@@ -261,6 +325,7 @@ def choose_reports(walker: Walker, low: int, high: int) -> None:
     stated = walker.stated() | {str(v).casefold() for v in walk.hidden}
     picked, kinds = [], set()
     by_step: dict[int, list[Any]] = {}
+    carried = {str(b.value).casefold() for s in walk.steps for b in s.bindings}
     # a rule's call placed earlier may shift the ids later writes of its service get
     shifted = {walk.steps[i].spec.service for i in walk.rule_steps
                if not walk.steps[i].spec.read_only}
@@ -271,11 +336,13 @@ def choose_reports(walker: Walker, low: int, high: int) -> None:
             if not worth_reporting(value):
                 continue
         elif (not value.slot.interface.endswith("Id") or value.slot.path[-1:] != ("id",)
+              or value.slot.interface in _HOUSEKEEPING
               or walk.steps[value.step].spec.service in shifted):
             continue  # of what a write returns, only its reference is news (the transfer id)
         text = str(value.value).casefold()
-        if text in stated or len(text) > 80:
-            continue
+        if text in stated or len(text) > 80 or (
+                text in carried and value.slot.interface in _ECHOES):
+            continue  # "the transaction's counterparty" of the address just paid is no news
         by_step.setdefault(value.step, []).append(value)
     for index in sorted(by_step, reverse=True):
         options = [v for v in by_step[index] if v.slot.interface not in kinds
@@ -352,8 +419,8 @@ def walk_scenario(walker: ScenarioWalker, level: str) -> list[tuple[int, int]]:
     if not scenario.decoys:
         chosen.discard("never")
     stages = scenario.stages
-    if level == "easy":
-        stages = stages[: rng.randint(2, min(3, len(stages)))]
+    if level == "easy":  # the job without its optional extras: the goal still holds
+        stages = [s for s in stages if not s.optional] or stages[:2]
 
     def anchor(w: ScenarioWalker) -> None:
         if "naming" in chosen:
@@ -375,8 +442,9 @@ def walk_scenario(walker: ScenarioWalker, level: str) -> list[tuple[int, int]]:
     if walk.house:
         walk.motifs.append("house-rules")
     low, high = _REPORTS[level]
-    high = min(high, scenario.report[1])
-    low = min(low, high, scenario.report[0] or low)
+    floor, ceiling = scenario.report  # the scenario's own bounds win over the level's
+    high = max(floor, min(high, ceiling))
+    low = min(max(low, floor), high)
     # a short job may ask for one value; a long one (8+ calls) for at least two
     choose_reports(walker, low if len(walk.steps) >= 8 else min(low, 1), high)
     walk.order = hr.solution_order(walk)

@@ -50,6 +50,9 @@ class Walker:
         self.min_services, self.attempts = min_services, attempts
         self.require, self.misses = require, misses
         self.walk = Walk()
+        # a job acts on what it found and what it was asked about ("look up order X, then
+        # cancel it"); a free walk would carry nothing so and repeat the request instead
+        self.reuse_asked = False
         self.available: list[Value] = []
         self.used: set[str] = set()
         self._visited: set[str] = set()
@@ -183,8 +186,8 @@ class Walker:
             # a value the user stated, found again ("the venue's city" of the venue looked
             # up in Lisbon), carries nothing: the request would just say Lisbon; nor does a
             # value a step was asked with and echoes (the product rating's product name)
-            asked = stated | {_key(b.value) for s in self.walk.steps[:source + 1]
-                              for b in s.bindings}
+            asked = set() if self.reuse_asked else stated | {
+                _key(b.value) for s in self.walk.steps[:source + 1] for b in s.bindings}
             options = [(e, v) for e, v in self._options(source, accept)
                        if _key(v.value) not in asked]
             weights = self._weights([e for e, _ in options])

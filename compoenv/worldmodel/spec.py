@@ -30,7 +30,7 @@ import jsonschema
 from pydantic import TypeAdapter
 
 from compoenv.interfaces import ENTITY_MODELS, SEMANTIC_TYPES
-from compoenv.schema import compact_schema, interface_slots
+from compoenv.schema import compact_schema, interface_slots, key_slots
 from compoenv.service import Service, ToolSpec
 
 __all__ = ["SpecError", "load_spec", "validate_spec", "spec_tools", "SPEC_SCHEMA",
@@ -180,8 +180,9 @@ def spec_tools(spec: dict[str, Any]) -> dict[str, ToolSpec]:
             read_only=tool["read_only"], simulated=True, parameters=parameters,
             returns=returns, phrase=tool.get("phrase"),
             validator=jsonschema.Draft202012Validator(parameters),
-            inputs=tuple(s for s in interface_slots(parameters) if s.path),
-            outputs=tuple(interface_slots(returns)),
+            inputs=tuple(s for s in interface_slots(parameters) + key_slots(
+                parameters, spec["name"]) if s.path),
+            outputs=tuple(interface_slots(returns) + key_slots(returns, spec["name"])),
         )
     return out
 

@@ -30,6 +30,7 @@ class Invoices(Service):
     """Accounts payable: invoices from organisations, what is due, and what has been paid."""
 
     name = "invoices"
+    version = "2"
     domain = "finance"
     related = ("bank", "crm", "expense_reports", "tax_advisor", "helpdesk", "shop")
 
@@ -81,9 +82,16 @@ class Invoices(Service):
         return get_or_404(self.state.invoices, invoice_id, "invoice id")
 
     @tool(read_only=True, phrase="list the invoices from {vendor}")
-    def invoices_from(self, vendor: Annotated[OrganizationName, Role("vendor")]) -> list[Invoice]:
-        """List every invoice from one vendor, by due date."""
-        return sorted(self._from(vendor), key=lambda i: (i.due, i.id))
+    def invoices_from(self, vendor: Annotated[OrganizationName, Role("vendor")],
+                      status: Literal["open", "paid", "void"] | None = None) -> list[Invoice]:
+        """List the invoices from one vendor by due date, optionally only those with one status.
+
+        Args:
+            vendor: The vendor's name.
+            status: Only invoices with this status; all of them if omitted.
+        """
+        return sorted((i for i in self._from(vendor) if status is None or i.status == status),
+                      key=lambda i: (i.due, i.id))
 
     @tool(read_only=True, phrase="work out how much I owe on open invoices")
     def total_due(self, vendor: Annotated[OrganizationName, Role("vendor")] | None = None
