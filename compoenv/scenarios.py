@@ -95,7 +95,8 @@ class Scenario(_Model):
         rules: House-rule kinds tasks of this scenario may carry.
         naming: The prefix of the naming scheme ("close" -> "close-<invoice id>").
         decoys: Whether tasks may name a near-duplicate record to leave alone.
-        report: Fewest and most values the final message reports.
+        report: Bounds on the values the final message reports: the most any task asks for,
+            and 0 to let a task ask for none (the difficulty level sets the rest).
         roles: Roles the scenario's values play (documentation, checked against roles.py).
     """
 

@@ -56,7 +56,8 @@ def test_split_writes_train_and_test_with_disjoint_combinations(tmp_path):
 
 def test_table_output_shows_the_statistics(tmp_path):
     result = generate("--num", "4", "--split", "0.5", "-o", str(tmp_path / "t.jsonl"))
-    for word in ("hops", "services", "capabilities", "domains", "rejections", "train", "test"):
+    for word in ("calls", "services", "rules", "decoys", "reports", "difficulty", "capabilities",
+                 "domains", "rejections", "train", "test"):
         assert word in result.stdout
 
 

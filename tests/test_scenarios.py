@@ -250,3 +250,38 @@ def test_scenarios_command_lists_and_checks(tmp_path) -> None:
     assert result.exit_code == 0, result.output
     row = json.loads(result.output)[0]
     assert row["name"] == "pay_one_invoice" and row["verified"] > 0
+
+
+# -- what the scenario engine relies on -----------------------------------------------------
+def test_untagged_spec_ids_join_only_tools_of_their_own_service() -> None:
+    from compoenv.graph import ToolGraph
+
+    registry = Registry.default()
+    graph = ToolGraph(registry.tools(), registry.related)
+    edges = [e for e in graph.out_edges("events_tickets__search_events")
+             if e.interface == "EventsTicketsEventId"]
+    assert {e.target for e in edges} >= {"events_tickets__book_tickets"}
+    assert all(e.target_service == "events_tickets" for e in edges)
+
+
+def test_per_item_stated_values_are_the_ones_the_request_shows() -> None:
+    scenario = {
+        "name": "invite_a_client_team", "domain": "sales ops",
+        "persona": ["I look after client accounts at {employer}."],
+        "goal": "Everyone I know at one client company gets an invitation from me.",
+        "services": ["contacts", "email", "calendar"],
+        "stages": [
+            {"tools": ["contacts__list_contacts_at_company"], "take": "all"},
+            {"tools": ["email__send_email"], "each": True,
+             "args": {"subject": "Join us on Thursday", "body": "We'd love to see you there."}},
+        ],
+        "rules": [], "report": [0, 1]}
+    pool = ScenarioRegistry([Scenario.model_validate(scenario)])
+    composer = Composer(config=ComposerConfig(scenarios=("invite_a_client_team",),
+                                              difficulty=(("hard", 1.0),)), scenarios=pool)
+    task = composer.sample(0)
+    sends = [c for c in task.solution if c.name == "email__send_email"]
+    assert len(sends) >= 2 and all(c.arguments["subject"] == "Join us on Thursday"
+                                   for c in sends)
+    assert '"Join us on Thursday"' in task.instruction
+    assert "for each contact found" in task.instruction

@@ -18,7 +18,7 @@ from compoenv.task import (
 
 CONTRACT_FIELDS = {"id", "instruction", "services", "distractors", "seed", "date", "solution",
                    "answer", "rubric", "capabilities", "domain", "hops", "recorded",
-                   "fingerprint"}
+                   "fingerprint", "scenario", "difficulty", "rules"}
 
 
 def task_dict(**overrides: Any) -> dict[str, Any]:
@@ -74,7 +74,7 @@ def test_task_coerce_accepts_task_dict_and_json():
 
 def test_task_forbids_unknown_fields():
     with pytest.raises(ValidationError, match="extra"):
-        make_task(difficulty="hard")
+        make_task(hardness="high")
 
 
 def test_defaults_for_optional_fields():

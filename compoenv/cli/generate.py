@@ -99,7 +99,7 @@ def _summary_table(summary: dict[str, Any]) -> Table:
     for key in ("calls", "long", "services", "rules", "rule_kinds", "decoys", "reports",
                 "difficulty", "scenarios", "capabilities", "domains", "service_usage"):
         table.add_row(key.replace("_", " "),
-                      " · ".join(f"{k}: {v}" for k, v in summary[key].items()) or "-")
+                      " · ".join(f"{k}: {v}" for k, v in summary.get(key, {}).items()) or "-")
     table.add_row("rejections", _rejections(summary) or "-")
     table.add_row("combinations", f"{summary['combinations']} distinct service sets")
     table.add_row("lint", _lint(summary) or "-")

@@ -98,6 +98,15 @@ REASONS: dict[str, tuple[str, str]] = {
     "same_result": ("the read returned exactly what an earlier step returned",
                     "return something the earlier steps do not already show"),
     "not_reportable": ("as the last step, it returned nothing worth reporting", _ASK),
+    "rule_not_needed": ("a solution ignoring one of the task's house rules still passed that "
+                        "rule's criteria", "return the values a write was given in its record "
+                        "(a title, a memo, an amount), so a rule about them can be checked"),
+    "order_dependent": ("run in the solution's order (a house rule's call first), this tool "
+                        "returned another value than the walk used",
+                        "derive ids and results from the record acted on, not from how many "
+                        "calls came before"),
+    "over_quota": ("the task's difficulty level already had its share of the set",
+                   "none needed: another seed fills the level that is short"),
 }
 
 

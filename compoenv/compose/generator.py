@@ -12,9 +12,10 @@ from compoenv.compose.context import context_line
 from compoenv.compose.render import render_instruction
 from compoenv.compose.rewrite import RewriteStats, rewrite_instruction
 from compoenv.compose.difficulty import DifficultyMix, estimate, level
-from compoenv.compose.rubric import answer_text, build_rubric, rule_ids
-from compoenv.compose.scenario import ScenarioWalker, walk_scenario
-from compoenv.compose.verify import verify_order, verify_task, verify_walk
+from compoenv.compose.rubric import answer_text, build_rubric
+from compoenv.compose.jobs import job_task
+from compoenv.compose.records import capabilities
+from compoenv.compose.verify import verify_task, verify_walk
 from compoenv.compose.motifs import MOTIFS
 from compoenv.compose.plan import choose_plan, realize
 from compoenv.compose.walk import Rejected, Walk, Walker
@@ -24,7 +25,7 @@ from compoenv.registry import Registry
 from compoenv.service import without_hints
 from compoenv.session import Session
 from compoenv.scenarios import ScenarioRegistry
-from compoenv.task import Call, HouseRule, Replace, RuleChange, Task
+from compoenv.task import Call, Task
 from compoenv.world import World
 
 __all__ = ["ComposerConfig", "Composer", "Outcome", "derive_seed", "select"]
@@ -100,31 +101,6 @@ class ComposerConfig:
         outside = set(self.require) - set(self.services or self.require)
         if outside:
             raise ValueError(f"required services {sorted(outside)} are not in services")
-
-
-def _capabilities(walk: Walk) -> list[str]:
-    """Capability tags: the motifs used, plus how information flows and how the task ends."""
-    tags = []
-    if any(b.source is not None for step in walk.steps for b in step.bindings):
-        tags.append("sequential-dependency")
-    tags += [m for m in walk.motifs if m not in tags]
-    if len(walk.services) > 1:
-        tags.append("cross-service")
-    tags.append("report" if walk.answers else "write")
-    return tags
-
-
-def _replacements(walk: Walk, changes: list[tuple[int, str, Any]],
-                  at: dict[int, int]) -> list[Replace]:
-    """The calls a rule changed, with the arguments they would have had without it."""
-    out: dict[int, dict[str, Any]] = {}
-    for index, param, value in changes:
-        args = out.setdefault(index, dict(walk.steps[index].arguments))
-        if value is None:
-            args.pop(param, None)
-        else:
-            args[param] = value
-    return [Replace(call=at[i], arguments=args) for i, args in sorted(out.items())]
 
 
 def derive_seed(seed: int, index: int) -> int:
@@ -231,7 +207,7 @@ class Composer:
         session = Session([self.registry.get(n) for n in cfg.services or self.registry.names()],
                           world, simulator)
         if self.scenarios:
-            return self._build_job(seed, verify, rng, world, session, simulator)
+            return job_task(self, seed, verify, rng, world, session, simulator)
         plan = choose_plan(rng, cfg.motifs, cfg.min_hops, cfg.max_hops)
         walker = Walker(self.graph, session, rng, cross_bias=cfg.cross_bias,
                         min_services=cfg.min_services, require=frozenset(cfg.require),
@@ -249,7 +225,7 @@ class Composer:
         distractors = self._distractors(services, rng)
         answers = [answer_text(walk.report.value)] if walk.report else []
         domains = Counter(self.registry.get(s).domain for s in services)
-        capabilities = _capabilities(walk)
+        tags = capabilities(walk)
         task = Task(
             instruction=render_instruction(walk, context_line(
                 self.registry.get(walk.steps[0].spec.service).domain, world.user, seed)),
@@ -259,60 +235,13 @@ class Composer:
             date=world.today.isoformat(),
             solution=[Call(name=s.spec.qualified_name, arguments=s.arguments) for s in walk.steps],
             answer=answers, rubric=build_rubric(walk, session, answers),
-            capabilities=capabilities, domain=domains.most_common(1)[0][0], hops=len(walk.steps),
+            capabilities=tags, domain=domains.most_common(1)[0][0], hops=len(walk.steps),
             fingerprint=self.registry.fingerprint(services),
             recorded=self._recorded(simulator),
         )
         if verify:
             task = task.with_id()
             verify_walk(walk, task)
-            verify_task(task, self.registry)
-        return task, walk
-
-    def _build_job(self, seed: int, verify: bool, rng: random.Random, world: World,
-                   session: Session, simulator: Any) -> tuple[Task, Walk]:
-        """A long task: one scenario's job at a drawn difficulty level."""
-        cfg = self.config
-        scenario = rng.choice(self.scenarios)
-        names, shares = zip(*cfg.difficulty)
-        level = rng.choices(names, shares)[0]
-        walker = ScenarioWalker(self.graph, session, rng, scenario,
-                                misses=self.misses if verify else None)
-        walk = walker.walk
-        walk_scenario(walker, level)
-        if len(walk.steps) > cfg.max_calls:
-            raise Rejected("too_many_hops", f"{len(walk.steps)} > {cfg.max_calls}")
-        services = walk.services + [s for s in dict.fromkeys(walk.guarded)
-                                    if s not in walk.services]
-        answers = [answer_text(b.value) for b in walk.answers]
-        owned = [d.criteria for d in walk.house]
-        rubric = build_rubric(walk, session, answers, owned)
-        order = walk.order or list(range(len(walk.steps)))
-        at = {step: i for i, step in enumerate(order)}
-        rules = [HouseRule(id=f"r{i}", kind=d.kind, text=d.text, criteria=ids,
-                           without=None if d.kind == "never" else RuleChange(
-                               drop=sorted(at[a] for a in d.added),
-                               replace=_replacements(walk, d.changes, at)))
-                 for i, (d, ids) in enumerate(zip(walk.house, rule_ids(rubric, owned)))]
-        context = " ".join([rng.choice(scenario.persona).format(employer=world.user.employer),
-                            scenario.goal])
-        capabilities = _capabilities(walk) + ["long-horizon"] * (len(walk.steps) >= 8) + [
-            "decoy"] * any(d.kind == "never" for d in walk.house)
-        task = Task(
-            instruction=render_instruction(walk, context),
-            services=services, distractors=self._distractors(services, rng),
-            seed=world.seed, walk_seed=seed, date=world.today.isoformat(),
-            solution=[Call(name=walk.steps[i].spec.qualified_name,
-                           arguments=walk.steps[i].arguments) for i in order],
-            answer=answers, rubric=rubric, capabilities=capabilities, domain=scenario.domain,
-            hops=len(walk.steps), fingerprint=self.registry.fingerprint(services),
-            recorded=self._recorded(simulator), scenario=scenario.name, rules=rules,
-        )
-        task = task.model_copy(update={"difficulty": estimate(task)})
-        if verify:
-            task = task.with_id()
-            verify_walk(walk, task)
-            verify_order(walk, task, self.registry)
             verify_task(task, self.registry)
         return task, walk
 

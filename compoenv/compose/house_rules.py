@@ -177,7 +177,7 @@ def source_of_truth(walk: Walk, session: Any, rng: random.Random) -> Draft | Non
     index, b = rng.choice(options)
     spec, producer = walk.steps[index].spec, walk.steps[b.source].spec  # type: ignore[index]
     quoted = _quoted(b.value, rng)
-    criteria = _holding(walk, session, index, b.value, f"holds the recorded amount")
+    criteria = _holding(walk, session, index, b.value, "holds the recorded amount")
     if not criteria:
         return None
     walk.shown[(spec.qualified_name, b.param)] = answer_text(quoted)

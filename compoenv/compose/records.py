@@ -9,7 +9,7 @@ from typing import Any
 from compoenv.schema import Slot
 from compoenv.service import ToolSpec
 
-__all__ = ["Rejected", "Binding", "Step", "Segment", "Walk", "Value"]
+__all__ = ["Rejected", "Binding", "Step", "Segment", "Walk", "Value", "capabilities"]
 
 
 class Rejected(Exception):
@@ -109,3 +109,15 @@ class Value:
     step: int
     slot: Slot
     value: Any
+
+
+def capabilities(walk: Walk) -> list[str]:
+    """Capability tags: the motifs used, plus how information flows and how the task ends."""
+    tags = []
+    if any(b.source is not None for step in walk.steps for b in step.bindings):
+        tags.append("sequential-dependency")
+    tags += [m for m in walk.motifs if m not in tags]
+    if len(walk.services) > 1:
+        tags.append("cross-service")
+    tags.append("report" if walk.answers else "write")
+    return tags

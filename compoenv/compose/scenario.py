@@ -5,7 +5,7 @@ is fed by what earlier stages found (the first one that fits, in the walk's star
 the job's anchor first); a stage nothing feeds starts a new linked walk from values the user
 states. ``take="pick"`` takes one item of a list, ``take="all"`` lists items that the
 following ``each`` stages act on one by one. House rules and the report come after
-(``compoenv.compose.house_rules``).
+(``compoenv.compose.house_rules``, ``compoenv.compose.reports``, ``compoenv.compose.jobs``).
 """
 
 from __future__ import annotations
@@ -15,19 +15,17 @@ from typing import Any, Callable
 
 from compoenv.compose.motifs import aggregate, fan_out, returns_list
 from compoenv.compose.records import Binding, Rejected, Segment, Step, Value
-from compoenv.schema import extract
-from compoenv.compose.labels import field_label
-from compoenv.compose.render import noun, plural, reference
-from compoenv.compose.steps import single_result, worth_reporting
+from compoenv.compose.steps import single_result
 from compoenv.compose.values import MISSING, fresh_value
 from compoenv.roles import compatible
+from compoenv.schema import extract
 from compoenv.compose.walk import Walker
 from compoenv.graph import ToolGraph
 from compoenv.scenarios import Scenario, Stage
 from compoenv.service import ToolSpec
 from compoenv.session import Session
 
-__all__ = ["ScenarioWalker", "run_stages", "choose_reports", "walk_scenario", "LEVELS", "Effects"]
+__all__ = ["ScenarioWalker", "run_stages", "Effects"]
 
 Effects = list[tuple[str, str, str]]  # (collection, key, "created" | "modified" | "deleted")
 
@@ -307,145 +305,3 @@ def _each_lead(segment: Segment) -> str | None:
     if not text.startswith("for each "):
         return None
     return text[: text.index(" found, ") + len(" found, ")] if " found, " in text else None
-
-
-# who and where a job already acted on: asking for them back tells nothing
-_ECHOES = frozenset({"EmailAddress", "PersonName", "PhoneNumber", "OrganizationName", "City",
-                     "StreetAddress", "JobTitle"})
-# ids nobody asks back for: the message just sent, the calendar entry just made
-_HOUSEKEEPING = frozenset({"MessageId", "EventId", "ContactId"})
-
-
-def choose_reports(walker: Walker, low: int, high: int) -> None:
-    """Ask for ``low``..``high`` values the job turned up and the request does not state: one
-    per step at most, latest steps first, of kinds worth asking about."""
-    walk, rng = walker.walk, walker.rng
-    if high <= 0:
-        return
-    stated = walker.stated() | {str(v).casefold() for v in walk.hidden}
-    picked, kinds = [], set()
-    by_step: dict[int, list[Any]] = {}
-    carried = {str(b.value).casefold() for s in walk.steps for b in s.bindings}
-    # a rule's call placed earlier may shift the ids later writes of its service get
-    shifted = {walk.steps[i].spec.service for i in walk.rule_steps
-               if not walk.steps[i].spec.read_only}
-    for value in walker.available:
-        if value.step in walk.rule_steps:
-            continue
-        if walk.steps[value.step].spec.read_only:
-            if not worth_reporting(value):
-                continue
-        elif (not value.slot.interface.endswith("Id") or value.slot.path[-1:] != ("id",)
-              or value.slot.interface in _HOUSEKEEPING
-              or walk.steps[value.step].spec.service in shifted):
-            continue  # of what a write returns, only its reference is news (the transfer id)
-        text = str(value.value).casefold()
-        if text in stated or len(text) > 80 or (
-                text in carried and value.slot.interface in _ECHOES):
-            continue  # "the transaction's counterparty" of the address just paid is no news
-        by_step.setdefault(value.step, []).append(value)
-    for index in sorted(by_step, reverse=True):
-        options = [v for v in by_step[index] if v.slot.interface not in kinds
-                   and all(str(v.value).casefold() != str(p.value).casefold() for p in picked)]
-        if not options:
-            continue
-        value = rng.choice(options)
-        picked.append(value)
-        kinds.add(value.slot.interface)
-        if len(picked) >= high:
-            break
-    totals = _totals(walker)
-    if totals and len(picked) >= high:
-        picked.pop()
-    picked.sort(key=lambda v: v.step)
-    reports = [(Binding("answer", v.value, v.step, v.slot.path, v.slot.interface),
-                reference(walk.steps[v.step].spec, v.slot.path, v.slot.interface))
-               for v in picked] + totals[:1]
-    if len(reports) < low:
-        raise Rejected("nothing_to_report", f"{len(reports)} values to report, need {low}",
-                       (walk.steps[-1].spec.qualified_name,))
-    walk.reports = [b for b, _ in reports]
-    walk.asks = [ask for _, ask in reports]
-    walk.hidden.extend(b.value for b, _ in totals[:1])
-    if len(walk.reports) == 1:
-        walk.report = walk.reports[0]
-        walk.report_text = f"Tell me {walk.asks[0]}."
-
-
-def _totals(walker: Walker) -> list[tuple[Binding, str]]:
-    """"The total amount of those invoices": the sum of a field a fan-out carried from each
-    item of its list into its writes."""
-    walk = walker.walk
-    out = []
-    for index in getattr(walker, "fanned", []):
-        step = walk.steps[index]
-        fields = {b.path[1:] for s in walk.steps for b in s.bindings
-                  if b.source == index and b.interface in ("Money", "DurationMinutes")
-                  and len(b.path) == 2 and b.path[0][:1] == "#"}
-        for path in sorted(fields):
-            values = [item.get(path[0]) if isinstance(item, dict) else None
-                      for item in step.result]
-            if any(not isinstance(v, (int, float)) or isinstance(v, bool) for v in values):
-                continue
-            total = round(sum(values), 2)
-            interface = next(s.interface for s in step.spec.outputs if s.path == ("*",) + path)
-            kind = noun(step.spec)
-            label = field_label(step.spec.returns, ("*",) + path, kind)
-            out.append((Binding("answer", total, index, (), interface),
-                        f"the total {label} of those {plural(kind)}"))
-    return out
-
-
-LEVELS = ("easy", "medium", "hard")
-_RULES = {"easy": (0, 1), "medium": (1, 2), "hard": (3, 5)}
-_REPORTS = {"easy": (1, 1), "medium": (2, 2), "hard": (2, 4)}
-
-
-def walk_scenario(walker: ScenarioWalker, level: str) -> list[tuple[int, int]]:
-    """Run the scenario's job at a difficulty ``level``: its stages (the first ones only when
-    easy), then its house rules and the values to report. Returns the walk's picks (list step,
-    item) for the record.
-
-    Raises:
-        Rejected: the job does not fit this world and seed.
-    """
-    from compoenv.compose import house_rules as hr
-
-    scenario, rng, walk = walker.scenario, walker.rng, walker.walk
-    kinds = list(scenario.rules)
-    rng.shuffle(kinds)
-    low, high = _RULES[level]
-    chosen = set(kinds[: rng.randint(low, high)])
-    if not scenario.decoys:
-        chosen.discard("never")
-    stages = scenario.stages
-    if level == "easy":  # the job without its optional extras: the goal still holds
-        stages = [s for s in stages if not s.optional] or stages[:2]
-
-    def anchor(w: ScenarioWalker) -> None:
-        if "naming" in chosen:
-            w.naming = hr.naming_for(w.walk, scenario.naming, w.picks, w.session.world.today)
-
-    run_stages(walker, stages, anchor)
-    naming, walker.naming = walker.naming, None
-    if naming is not None and (draft := hr.naming_rule(naming, walk, walker.session)):
-        walk.house.append(draft)
-    session = walker.session
-    makers = {"source_of_truth": lambda: hr.source_of_truth(walk, session, rng),
-              "threshold": lambda: hr.threshold(walker, rng),
-              "ordering": lambda: hr.ordering(walker, rng),
-              "never": lambda: hr.never(walker, walker.picks, rng)}
-    for kind in ("source_of_truth", "threshold", "ordering", "never"):
-        if kind in chosen and (draft := makers[kind]()) is not None:
-            walk.house.append(draft)
-    walk.rules = [d.text for d in walk.house]
-    if walk.house:
-        walk.motifs.append("house-rules")
-    low, high = _REPORTS[level]
-    floor, ceiling = scenario.report  # the scenario's own bounds win over the level's
-    high = max(floor, min(high, ceiling))
-    low = min(max(low, floor), high)
-    # a short job may ask for one value; a long one (8+ calls) for at least two
-    choose_reports(walker, low if len(walk.steps) >= 8 else min(low, 1), high)
-    walk.order = hr.solution_order(walk)
-    return walker.picks

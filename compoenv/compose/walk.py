@@ -16,7 +16,7 @@ from compoenv.compose.steps import (
 )
 from compoenv.compose.values import fresh_arguments, record_arguments
 from compoenv.graph import Edge, ToolGraph
-from compoenv.schema import Slot, extract
+from compoenv.schema import extract
 from compoenv.service import ToolSpec
 from compoenv.session import Session
 

@@ -1,0 +1,100 @@
+"""What a long task asks the final message to report: values the job turned up (reads, write
+references) and totals over the items it acted on, none of them stated in the request."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from compoenv.compose.labels import field_label
+from compoenv.compose.records import Binding, Rejected
+from compoenv.compose.render import noun, plural, reference
+from compoenv.compose.steps import worth_reporting
+from compoenv.compose.walk import Walker
+
+__all__ = ["choose_reports"]
+
+# who and where a job already acted on: asking for them back tells nothing
+_ECHOES = frozenset({"EmailAddress", "PersonName", "PhoneNumber", "OrganizationName", "City",
+                     "StreetAddress", "JobTitle"})
+# ids nobody asks back for: the message just sent, the calendar entry just made
+_HOUSEKEEPING = frozenset({"MessageId", "EventId", "ContactId"})
+
+
+def choose_reports(walker: Walker, low: int, high: int) -> None:
+    """Ask for ``low``..``high`` values the job turned up and the request does not state: one
+    per step at most, latest steps first, of kinds worth asking about."""
+    walk, rng = walker.walk, walker.rng
+    if high <= 0:
+        return
+    stated = walker.stated() | {str(v).casefold() for v in walk.hidden}
+    picked, kinds = [], set()
+    by_step: dict[int, list[Any]] = {}
+    carried = {str(b.value).casefold() for s in walk.steps for b in s.bindings}
+    # a rule's call placed earlier may shift the ids later writes of its service get
+    shifted = {walk.steps[i].spec.service for i in walk.rule_steps
+               if not walk.steps[i].spec.read_only}
+    for value in walker.available:
+        if value.step in walk.rule_steps:
+            continue
+        if walk.steps[value.step].spec.read_only:
+            if not worth_reporting(value):
+                continue
+        elif (not value.slot.interface.endswith("Id") or value.slot.path[-1:] != ("id",)
+              or value.slot.interface in _HOUSEKEEPING
+              or walk.steps[value.step].spec.service in shifted):
+            continue  # of what a write returns, only its reference is news (the transfer id)
+        text = str(value.value).casefold()
+        if text in stated or len(text) > 80 or (
+                text in carried and value.slot.interface in _ECHOES):
+            continue  # "the transaction's counterparty" of the address just paid is no news
+        by_step.setdefault(value.step, []).append(value)
+    for index in sorted(by_step, reverse=True):
+        options = [v for v in by_step[index] if v.slot.interface not in kinds
+                   and all(str(v.value).casefold() != str(p.value).casefold() for p in picked)]
+        if not options:
+            continue
+        value = rng.choice(options)
+        picked.append(value)
+        kinds.add(value.slot.interface)
+        if len(picked) >= high:
+            break
+    totals = _totals(walker)
+    if totals and len(picked) >= high:
+        picked.pop()
+    picked.sort(key=lambda v: v.step)
+    reports = [(Binding("answer", v.value, v.step, v.slot.path, v.slot.interface),
+                reference(walk.steps[v.step].spec, v.slot.path, v.slot.interface))
+               for v in picked] + totals[:1]
+    if len(reports) < low:
+        raise Rejected("nothing_to_report", f"{len(reports)} values to report, need {low}",
+                       (walk.steps[-1].spec.qualified_name,))
+    walk.reports = [b for b, _ in reports]
+    walk.asks = [ask for _, ask in reports]
+    walk.hidden.extend(b.value for b, _ in totals[:1])
+    if len(walk.reports) == 1:
+        walk.report = walk.reports[0]
+        walk.report_text = f"Tell me {walk.asks[0]}."
+
+
+def _totals(walker: Walker) -> list[tuple[Binding, str]]:
+    """"The total amount of those invoices": the sum of a field a fan-out carried from each
+    item of its list into its writes."""
+    walk = walker.walk
+    out = []
+    for index in getattr(walker, "fanned", []):
+        step = walk.steps[index]
+        fields = {b.path[1:] for s in walk.steps for b in s.bindings
+                  if b.source == index and b.interface in ("Money", "DurationMinutes")
+                  and len(b.path) == 2 and b.path[0][:1] == "#"}
+        for path in sorted(fields):
+            values = [item.get(path[0]) if isinstance(item, dict) else None
+                      for item in step.result]
+            if any(not isinstance(v, (int, float)) or isinstance(v, bool) for v in values):
+                continue
+            total = round(sum(values), 2)
+            interface = next(s.interface for s in step.spec.outputs if s.path == ("*",) + path)
+            kind = noun(step.spec)
+            label = field_label(step.spec.returns, ("*",) + path, kind)
+            out.append((Binding("answer", total, index, (), interface),
+                        f"the total {label} of those {plural(kind)}"))
+    return out
