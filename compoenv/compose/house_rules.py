@@ -35,6 +35,10 @@ __all__ = ["NAMED", "Draft", "Naming", "naming_for", "source_of_truth", "thresho
 
 _NAMES = ("title", "name", "memo")  # the parameters a naming scheme fills, in that order
 _IDS = frozenset({"FlightNumber", "BookingReference", "TrackingNumber"})
+# amounts that commit the company's money: what a second signature is for (not a price alert)
+_SIGNED_OFF = frozenset({"payment", "amount_due", "salary", "budget", "fee", "total", "fare",
+                         "rent", "premium", "cost", "refund", "deposit", "value", "claim",
+                         "bonus", "expense", "deduction", "spend", "pay"})
 
 
 @dataclass
@@ -212,7 +216,9 @@ def threshold(walker: Any, rng: random.Random) -> Draft | None:
     for i, step in enumerate(walk.steps):
         if step.spec.read_only or i in walk.rule_steps:
             continue
+        roles = {slot.path[0]: slot.role for slot in step.spec.inputs if len(slot.path) == 1}
         amount = next((b for b in step.bindings if b.interface == "Money"
+                       and roles.get(b.param) in _SIGNED_OFF
                        and isinstance(b.value, (int, float)) and not isinstance(b.value, bool)
                        and b.value > 0), None)
         ref = _reference(walk, step.bindings)
@@ -226,11 +232,14 @@ def threshold(walker: Any, rng: random.Random) -> Draft | None:
     spec = walk.steps[groups[tool][0][0]].spec
     draft = Draft("threshold", "")
     label = ""
+    refs = [_reference(walk, walk.steps[i].bindings)[1].value  # type: ignore[index]
+            for i, b in groups[tool] if b.value >= limit]
+    shared = len(set(refs)) < len(refs)  # one payee paid twice: the amount tells them apart
     for index, amount in groups[tool]:
         if amount.value < limit:
             continue
         label, ref = _reference(walk, walk.steps[index].bindings) or ("", None)  # type: ignore
-        subject = f"Sign-off: {ref.value}"
+        subject = f"Sign-off: {ref.value}" + (f", {answer_text(amount.value)}" if shared else "")
         body = (f"Please sign off on the {noun(spec)} for {ref.value} ({words(amount.param)} "
                 f"{answer_text(amount.value)}).")
         added = walker.rule_step(sender, [
@@ -246,9 +255,10 @@ def threshold(walker: Any, rng: random.Random) -> Draft | None:
     if not draft.added or len(draft.criteria) != len(draft.added):
         return None
     what = words(groups[tool][0][1].param)
+    subject = f"Sign-off: <{label}>" + (f", <the {what}>" if shared else "")
     draft.text = (f"Any {noun(spec)} with {_a(what)} {what} of {limit:g} or more needs a "
                   f"sign-off: before making it, email {approver.name} ({approver.email}) with "
-                  f'the subject "Sign-off: <{label}>".')
+                  f'the subject "{subject}".')
     return draft
 
 
@@ -309,8 +319,9 @@ def ordering(walker: Any, rng: random.Random) -> Draft | None:
                 if at is None:
                     continue
                 thing = noun(producer)
+                where = "" if target.service == step.spec.service else f" in {target.service}"
                 text = (f"Nothing changes in {step.spec.service} until you have re-checked the "
-                        f"{thing} it concerns in {target.service}.")
+                        f"{thing} it concerns{where}.")
                 criterion = OrderCriterion(
                     id="", first=Call(name=target.qualified_name, arguments=args),
                     then=step.spec.qualified_name,
@@ -327,7 +338,7 @@ def never(walker: Any, picks: list[tuple[int, int]], rng: random.Random) -> Draf
     walk, session = walker.walk, walker.session
     touched = {key for effects in walk.effects.values() for _, key, _ in effects}
     carried = {str(b.value) for s in walk.steps for b in s.bindings}
-    options: list[tuple[str, str, str]] = []  # (service, collection, key)
+    options: list[tuple[str, str, str, str]] = []  # (service, collection, key, what it is)
     for index, picked in picks:
         step = walk.steps[index]
         for slot in step.spec.outputs:
@@ -338,7 +349,7 @@ def never(walker: Any, picks: list[tuple[int, int]], rng: random.Random) -> Draf
                 key = item.get(slot.path[1]) if isinstance(item, dict) else None
                 if k != picked and isinstance(key, str) and key not in touched \
                         and key not in carried:
-                    options.append((step.spec.service, "*", key))
+                    options.append((step.spec.service, "*", key, noun(step.spec)))
             break
     for index, effects in walk.effects.items():
         service = walk.steps[index].spec.service
@@ -354,12 +365,13 @@ def never(walker: Any, picks: list[tuple[int, int]], rng: random.Random) -> Draf
             for other, record in records.items():
                 if other != key and other not in touched and mine & set(
                         v for v in record_dict(record).values() if isinstance(v, str)):
-                    options.append((service, collection, other))
+                    options.append((service, collection, other,
+                                    collection.rstrip("s").replace("_", " ")))
     if not options:
         return None
-    service, collection, key = rng.choice(sorted(set(options)))
-    thing = collection.rstrip("s").replace("_", " ") if collection != "*" else "record"
-    text = f"Leave {key} in {service} alone: it looks similar but is not part of this job."
+    service, collection, key, thing = rng.choice(sorted(set(options)))
+    text = (f"The {thing} {key} in {service} also fits, but it is not the one this job is "
+            f"about: leave it as it is.")
     guard = UnchangedCriterion(id="", service=service, collection=collection, keys=[key],
                                required=False, weight=1.0,
                                description=f"House rule: the {thing} {key} in {service} (a "
