@@ -86,6 +86,8 @@ class CompoWorldEnv(gym.Env[str, str]):
         min_services: Fewest services a composed task touches.
         services: Restrict composed tasks to these services.
         motifs: Motifs composed tasks may use (default: all of compoenv.compose.MOTIFS).
+        scenarios: Compose long scenario tasks instead of free walks: ``"all"`` or scenario
+            names (``compoenv scenarios``); ``hops`` then does not apply.
         distractors: Unrelated services composed tasks mount beside their own (default: 3 in
             gateway mode, 0 in direct mode, where only the task's services are listed).
         world_model: Who answers spec-only tools: "offline" (default), "endpoint",
@@ -103,6 +105,7 @@ class CompoWorldEnv(gym.Env[str, str]):
                  hops: int | tuple[int, int] = (2, 4), min_services: int = 2,
                  services: Sequence[str] | None = None, motifs: Sequence[str] | None = None,
                  distractors: int | None = None, world_model: Any = None,
+                 scenarios: str | Sequence[str] | None = None,
                  registry: Registry | None = None, render_mode: str | None = None) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -125,7 +128,15 @@ class CompoWorldEnv(gym.Env[str, str]):
         low, high = (hops, hops) if isinstance(hops, int) else hops
         if distractors is None:  # the gateway lists a few unrelated services by default
             distractors = 3 if mode == "gateway" else 0
-        extra = {"motifs": tuple(motifs)} if motifs is not None else {}
+        extra: dict[str, Any] = {"motifs": tuple(motifs)} if motifs is not None else {}
+        if scenarios is not None:
+            from compoenv.scenarios import ScenarioRegistry
+
+            pool = ScenarioRegistry.default()
+            names = pool.usable(services or self.registry.names()).names() \
+                if scenarios == "all" else [pool.get(n).name for n in (
+                    [scenarios] if isinstance(scenarios, str) else scenarios)]
+            extra["scenarios"] = tuple(names)
         self._config = ComposerConfig(min_hops=low, max_hops=high, min_services=min_services,
                                       services=tuple(services) if services else None,
                                       distractors=distractors, **extra)

@@ -285,3 +285,16 @@ def test_per_item_stated_values_are_the_ones_the_request_shows() -> None:
                                    for c in sends)
     assert '"Join us on Thursday"' in task.instruction
     assert "for each contact found" in task.instruction
+
+
+def test_the_env_composes_scenario_tasks_and_the_oracle_completes_them() -> None:
+    from compoenv.agents import OracleAgent
+    from compoenv.env import CompoWorldEnv
+    from compoenv.rollout import run_episode
+
+    env = CompoWorldEnv(scenarios="all", mode="gateway", max_steps=45)
+    for seed in range(3):
+        episode = run_episode(env, OracleAgent(), seed=seed)
+        assert env.task.scenario and episode["meta"]["score"] == 1.0
+    with pytest.raises(ScenarioError, match="Unknown scenario"):
+        CompoWorldEnv(scenarios=["no_such_job"])
