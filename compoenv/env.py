@@ -80,7 +80,8 @@ class CompoWorldEnv(gym.Env[str, str]):
             the id of a loaded task.
         mode: ``"direct"`` lists the task's tools; ``"gateway"`` lists four meta-tools over the
             task's services plus its distractors.
-        max_steps: Actions per episode before truncation.
+        max_steps: Actions per episode before truncation (default: 20, or enough for the
+            longest solution of ``tasks`` one call an action, and 48 for scenario tasks).
         reward: ``"rubric"`` (weighted criteria) or ``"binary"`` (all required criteria pass).
         hops: Solution length for composed tasks: an int or (min, max).
         min_services: Fewest services a composed task touches.
@@ -101,7 +102,7 @@ class CompoWorldEnv(gym.Env[str, str]):
     _spec: gym.envs.registration.EnvSpec | None = None
 
     def __init__(self, tasks: str | Path | Sequence[Task | dict[str, Any]] | None = None, *,
-                 mode: str = "direct", max_steps: int = 20, reward: str = "rubric",
+                 mode: str = "direct", max_steps: int | None = None, reward: str = "rubric",
                  hops: int | tuple[int, int] = (2, 4), min_services: int = 2,
                  services: Sequence[str] | None = None, motifs: Sequence[str] | None = None,
                  distractors: int | None = None, world_model: Any = None,
@@ -111,7 +112,7 @@ class CompoWorldEnv(gym.Env[str, str]):
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if reward not in ("rubric", "binary"):
             raise ValueError(f"reward must be 'rubric' or 'binary', got {reward!r}")
-        if max_steps < 1:
+        if max_steps is not None and max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {max_steps}")
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
@@ -125,6 +126,9 @@ class CompoWorldEnv(gym.Env[str, str]):
             where = f" ({tasks} has no tasks)" if isinstance(tasks, (str, Path)) else ""
             raise ValueError(f"tasks is empty{where}: give at least one task, or None to compose")
         self._by_id: dict[str, Task] | None = None
+        if max_steps is None:  # one call an action, the final answer, and a little slack
+            longest = max((len(t.solution) for t in self.tasks or ()), default=0)
+            self.max_steps = max(20, longest + 4, 48 if scenarios is not None else 0)
         low, high = (hops, hops) if isinstance(hops, int) else hops
         if distractors is None:  # the gateway lists a few unrelated services by default
             distractors = 3 if mode == "gateway" else 0

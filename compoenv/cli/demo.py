@@ -31,13 +31,13 @@ __all__ = ["demo"]
                    "first NUM of them).")
 @click.option("--mode", type=click.Choice(["direct", "gateway"]), default="direct",
               show_default=True)
-@click.option("--max-steps", type=click.IntRange(min=1), default=12, show_default=True,
-              help="Actions per episode.")
+@click.option("--max-steps", type=click.IntRange(min=1), default=None,
+              help="Actions per episode  [default: enough for the longest solution]")
 @composer_options
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
-def demo(ctx: click.Context, num: int, tasks_path: Path | None, mode: str, max_steps: int,
-         as_json: bool, **flags: Any) -> None:
+def demo(ctx: click.Context, num: int, tasks_path: Path | None, mode: str,
+         max_steps: int | None, as_json: bool, **flags: Any) -> None:
     """Compose verified tasks, run the oracle and a random agent on each, print a summary."""
     from compoenv.agents import OracleAgent, RandomAgent
     from compoenv.compose import Composer
