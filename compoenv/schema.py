@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
@@ -121,13 +123,25 @@ def key_slots(schema: dict[str, Any], owner: str, required: bool = True,
             if not isinstance(child, dict):
                 continue
             child_required = required and key in node.get("required", ())
-            if (key.endswith("_id") and child.get("type") == "string"
+            field = key if key.endswith("_id") else _described_id(key, child)
+            if (field is not None and child.get("type") == "string"
                     and "x-interface" not in child and "enum" not in child):
-                slots.append(Slot(key_interface(owner, key), path + (key,), child_required,
+                slots.append(Slot(key_interface(owner, field), path + (key,), child_required,
                                   "string"))
             elif child.get("type") in ("object", "array"):
                 slots.extend(key_slots(child, owner, child_required, path + (key,)))
     return slots
+
+
+_DESCRIBED_ID = re.compile(r"^([A-Za-z][A-Za-z ]{0,40}) id\.?$")
+
+
+def _described_id(key: str, node: dict[str, Any]) -> str | None:
+    """A record's own ``id`` described as "Pull request id." is its ``pull_request_id``."""
+    if key != "id" or not isinstance(node.get("description"), str):
+        return None
+    match = _DESCRIBED_ID.match(node["description"].strip())
+    return "_".join(match.group(1).lower().split()) + "_id" if match else None
 
 
 def key_interface(owner: str, field: str) -> str:

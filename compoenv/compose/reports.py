@@ -34,8 +34,8 @@ def choose_reports(walker: Walker, low: int, high: int) -> None:
     shifted = {walk.steps[i].spec.service for i in walk.rule_steps
                if not walk.steps[i].spec.read_only}
     for value in walker.available:
-        if value.step in walk.rule_steps:
-            continue
+        if value.step in walk.rule_steps or value.slot.path[:1] == ("*",):
+            continue  # a field every listed item shares reads as one item's ("the candidate's")
         if walk.steps[value.step].spec.read_only:
             if not worth_reporting(value):
                 continue

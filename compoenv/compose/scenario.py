@@ -129,11 +129,12 @@ class ScenarioWalker(Walker):
 
 
 def _with_args(spec: ToolSpec, bindings: list[Binding], args: dict[str, Any]) -> list[Binding]:
-    """The call with the values the stage states put in (a carried value stays)."""
+    """The call with the values the stage states put in: the scenario's author knows what
+    the job says here (an order of 3, not "the order's quantity")."""
     props = spec.parameters.get("properties", {})
     given = {k: v for k, v in args.items() if k in props}
     out = [Binding(b.param, given[b.param], None, (), b.interface)
-           if b.param in given and b.source is None else b for b in bindings]
+           if b.param in given else b for b in bindings]
     have = {b.param for b in out}
     return out + [Binding(k, v, None, (), props[k].get("x-interface"))
                   for k, v in given.items() if k not in have]
