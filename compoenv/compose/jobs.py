@@ -26,26 +26,25 @@ _REPORTS = {"easy": (1, 1), "medium": (2, 2), "hard": (2, 4)}
 
 
 def walk_scenario(walker: ScenarioWalker, level: str) -> list[tuple[int, int]]:
-    """Run the scenario's job at a difficulty ``level``: its stages (the first ones only when
-    easy), then its house rules and the values to report. Returns the walk's picks (list step,
-    item) for the record.
+    """Run the scenario's job at a difficulty ``level``: its stages (only the required ones
+    when easy), then as many of its house rules as the level asks for and the walk allows,
+    and the values to report. Returns the walk's picks (list step, item) for the record.
 
     Raises:
         Rejected: the job does not fit this world and seed.
     """
     scenario, rng, walk = walker.scenario, walker.rng, walker.walk
-    kinds = list(scenario.rules)
+    kinds = [k for k in scenario.rules if k != "never" or scenario.decoys]
     rng.shuffle(kinds)
     low, high = _RULES[level]
-    chosen = set(kinds[: rng.randint(low, high)])
-    if not scenario.decoys:
-        chosen.discard("never")
+    want = rng.randint(low, high)
     stages = scenario.stages
     if level == "easy":  # the job without its optional extras: the goal still holds
         stages = [s for s in stages if not s.optional] or stages[:2]
+    named = "naming" in kinds[:want]  # set before the walk: the records hold the label
 
     def anchor(w: ScenarioWalker) -> None:
-        if "naming" in chosen:
+        if named:
             w.naming = hr.naming_for(w.walk, scenario.naming, w.picks, w.session.world.today)
 
     run_stages(walker, stages, anchor)
@@ -57,8 +56,10 @@ def walk_scenario(walker: ScenarioWalker, level: str) -> list[tuple[int, int]]:
               "threshold": lambda: hr.threshold(walker, rng),
               "ordering": lambda: hr.ordering(walker, rng),
               "never": lambda: hr.never(walker, walker.picks, rng)}
-    for kind in ("source_of_truth", "threshold", "ordering", "never"):
-        if kind in chosen and (draft := makers[kind]()) is not None:
+    for kind in kinds:  # a rule the walk offers nothing to is passed for the next kind
+        if len(walk.house) >= want:
+            break
+        if kind in makers and (draft := makers[kind]()) is not None:
             walk.house.append(draft)
     walk.rules = [d.text for d in walk.house]
     if walk.house:
