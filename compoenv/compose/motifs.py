@@ -188,10 +188,14 @@ def fan_out(walker: Walker, index: int,
         carried = {tuple(b.value for b in bindings if b.source == index) for bindings in per_item}
         if len(carried) != len(per_item):
             continue  # two items would get the very same call
-        if any((str(b.value).casefold() in stated and b.interface in IDENTITY)
+        # "for each article by Lara Hayes, message its author" reaches one person; a free walk
+        # would also just repeat the city it was asked about, while a job may act on every
+        # contact "at Acme" with what each record says
+        if any((str(b.value).casefold() in stated
+                and (b.interface in IDENTITY or not walker.reuse_asked))
                or person_of(b.value, world) in named
                for bindings in per_item for b in bindings if b.source == index):
-            continue  # "for each article by Lara Hayes, message its author": one person
+            continue
         spec = walker.graph.specs[edge.target]
         first = len(walker.walk.steps)
         point = walker.checkpoint()

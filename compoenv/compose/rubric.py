@@ -37,15 +37,20 @@ def _summary(match: dict[str, Any], limit: int = 4) -> str:
     return ", ".join(shown) + (f" and {more} more field(s)" if more > 0 else "")
 
 
-def _arguments(walk: Walk, service: str) -> tuple[dict[str, list[Any]], list[Any]]:
+def _arguments(walk: Walk, service: str, writes_only: bool = False,
+               ) -> tuple[dict[str, list[Any]], list[Any]]:
     """What the request fixes for ``service``'s records: the values its calls were given
     (stated or carried), by parameter name, and the defaults of the optional parameters its
-    writes left out (values the request does not fix)."""
+    writes left out (values the request does not fix). With ``writes_only`` (a simulated
+    service), only what its writes were given: a search's "rent" filter does not fix the
+    listing type of the alert a later call creates."""
     given: dict[str, list[Any]] = {}
     defaults = []
     for index, step in enumerate(walk.steps):
         if step.spec.service != service or index in walk.rule_steps:
             continue  # a house rule's calls are checked by the rule's own criteria
+        if writes_only and step.spec.read_only:
+            continue
         # a value carried from this service's own simulated answer (the street a booking
         # was given, passed on to the next booking) was the world model's choice, not the
         # request's: it fixes no field of the record it came from
@@ -99,7 +104,7 @@ def _state_criteria(service: str, session: Session, walk: Walk) -> list[Criterio
     around them. Values a tool or the world model chose by itself are not checked."""
     before_all = session.initial_state(service).collections()
     simulated = isinstance(session.state(service), SimState)
-    arguments, defaults = _arguments(walk, service)
+    arguments, defaults = _arguments(walk, service, writes_only=simulated)
     given = _Given(arguments)
     out: list[Criterion] = []
     touched: list[str] = []

@@ -9,7 +9,7 @@ from compoenv.world import World
 from envs_library.finance.bank import Bank
 from envs_library.finance.invoices import Invoices
 
-FREE_TEXT = ["list_invoices.status", "void_invoice.reason"]
+FREE_TEXT = ["list_invoices.status", "invoices_from.status", "void_invoice.reason"]
 
 
 @pytest.fixture
@@ -142,3 +142,10 @@ def test_reads_do_not_change_state_and_writes_do(inv):
 
 def test_invoices_passes_the_service_checker():
     check_service(Invoices, free_text=FREE_TEXT)
+
+
+def test_invoices_from_one_vendor_by_status(inv):
+    vendor = next(iter(inv.state.invoices.values())).vendor
+    every = call_ok(inv, "invoices_from", vendor=vendor)
+    open_ = call_ok(inv, "invoices_from", vendor=vendor, status="open")
+    assert [i for i in every if i["status"] == "open"] == open_
