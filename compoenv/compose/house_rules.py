@@ -257,8 +257,8 @@ def threshold(walker: Any, rng: random.Random) -> Draft | None:
     what = words(groups[tool][0][1].param)
     subject = f"Sign-off: <{label}>" + (f", <the {what}>" if shared else "")
     draft.text = (f"Any {noun(spec)} with {_a(what)} {what} of {limit:g} or more needs a "
-                  f"sign-off: before making it, email {approver.name} ({approver.email}) with "
-                  f'the subject "{subject}".')
+                  f"sign-off: email {approver.name} ({approver.email}) with the subject "
+                  f'"{subject}" before it goes in.')
     return draft
 
 

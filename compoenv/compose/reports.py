@@ -3,6 +3,7 @@ references) and totals over the items it acted on, none of them stated in the re
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from compoenv.compose.labels import field_label
@@ -16,8 +17,11 @@ __all__ = ["choose_reports"]
 # who and where a job already acted on: asking for them back tells nothing
 _ECHOES = frozenset({"EmailAddress", "PersonName", "PhoneNumber", "OrganizationName", "City",
                      "StreetAddress", "JobTitle"})
-# ids nobody asks back for: the message just sent, the calendar entry just made
-_HOUSEKEEPING = frozenset({"MessageId", "EventId", "ContactId"})
+# the references a person asks back for after a job (the transfer, the booking, the ticket),
+# not those of the note, message or calendar entry just made
+_CONFIRMATION = re.compile(r"(Transaction|Order|Booking|Reservation|Ticket|Claim|Offer|Payment|"
+                           r"Rental|Appointment|Deal|Invoice|Expense|Refill|Viewing|Request|"
+                           r"Case|Shipment|Return|Refund|Application)Id$")
 
 
 def choose_reports(walker: Walker, low: int, high: int) -> None:
@@ -40,7 +44,7 @@ def choose_reports(walker: Walker, low: int, high: int) -> None:
             if not worth_reporting(value):
                 continue
         elif (not value.slot.interface.endswith("Id") or value.slot.path[-1:] != ("id",)
-              or value.slot.interface in _HOUSEKEEPING
+              or not _CONFIRMATION.search(value.slot.interface)
               or walk.steps[value.step].spec.service in shifted):
             continue  # of what a write returns, only its reference is news (the transfer id)
         text = str(value.value).casefold()
