@@ -269,7 +269,7 @@ def test_per_item_stated_values_are_the_ones_the_request_shows() -> None:
         "name": "invite_a_client_team", "domain": "sales ops",
         "persona": ["I look after client accounts at {employer}."],
         "goal": "Everyone I know at one client company gets an invitation from me.",
-        "services": ["contacts", "email", "calendar"],
+        "services": ["contacts", "email"],
         "stages": [
             {"tools": ["contacts__list_contacts_at_company"], "take": "all"},
             {"tools": ["email__send_email"], "each": True,

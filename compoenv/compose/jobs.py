@@ -21,7 +21,7 @@ from compoenv.world import World
 __all__ = ["LEVELS", "walk_scenario", "job_task"]
 
 LEVELS = ("easy", "medium", "hard")
-_RULES = {"easy": (0, 1), "medium": (1, 2), "hard": (3, 5)}
+_RULES = {"easy": (0, 1), "medium": (2, 3), "hard": (3, 5)}
 _REPORTS = {"easy": (1, 1), "medium": (2, 2), "hard": (2, 4)}
 
 
@@ -88,6 +88,8 @@ def job_task(composer: Any, seed: int, verify: bool, rng: random.Random, world: 
     walk_scenario(walker, level)
     if len(walk.steps) > cfg.max_calls:
         raise Rejected("too_many_hops", f"{len(walk.steps)} > {cfg.max_calls}")
+    if len(walk.services) < min(3, len(scenario.services)):  # a job spans services
+        raise Rejected("too_few_services", f"{walk.services} of {scenario.services}")
     services = walk.services + [s for s in dict.fromkeys(walk.guarded)
                                 if s not in walk.services]
     answers = [answer_text(b.value) for b in walk.answers]
