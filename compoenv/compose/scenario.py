@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from compoenv.compose.motifs import aggregate, fan_out, returns_list
 from compoenv.compose.records import Binding, Rejected, Segment, Step, Value
-from compoenv.compose.steps import single_result
+from compoenv.compose.steps import ranges_in_order, single_result
 from compoenv.compose.values import MISSING, fresh_value
 from compoenv.roles import compatible
 from compoenv.schema import extract
@@ -195,7 +195,8 @@ def _restated(walker: ScenarioWalker, spec: ToolSpec) -> list[Binding] | None:
             if value is MISSING:
                 return None
             out.append(Binding(param, value))
-    return out if restated else None
+    # "from 2026-03-24 to 2026-03-24": one stated date cannot be both ends of a range
+    return out if restated and ranges_in_order(out) else None
 
 
 _ACCEPT: dict[tuple[frozenset[str], bool], Callable[[ToolSpec], bool]] = {}
