@@ -269,7 +269,9 @@ def _reference(walk: Walk, bindings: list[Binding]) -> tuple[str, Binding] | Non
         for b in bindings:
             if b.source is None or not isinstance(b.value, str):
                 continue
-            fits = (_id_like(b.interface, b.path) if want == "id"
+            # the record the payment is for, not the user's own account it comes from
+            fits = (_id_like(b.interface, b.path) and b.interface != "AccountId"
+                    if want == "id"
                     else b.interface in ("EmailAddress", "OrganizationName", "PersonName"))
             if fits:
                 producer = walk.steps[b.source].spec

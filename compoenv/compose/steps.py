@@ -145,6 +145,8 @@ def bind(spec: ToolSpec, edge: Edge, value: Value, available: list[Value],
         if group is not None:
             fits = [v for v in fits if (person_of(v.value, world) == want if want is not None
                                         else person_of(v.value, world) not in people.values())]
+        if slot.role is not None and len(fits) > 1:  # the payment's value pays, not its fee
+            fits.sort(key=lambda v: v.slot.role != slot.role)
         v = fits[0] if fits else None
         if v is not None:
             if not _accepts(props, param, v.value):
