@@ -48,6 +48,9 @@ def walk_scenario(walker: ScenarioWalker, level: str) -> list[tuple[int, int]]:
             w.naming = hr.naming_for(w.walk, scenario.naming, w.picks, w.session.world.today)
 
     run_stages(walker, stages, anchor)
+    long_job = len(walk.steps) >= 8
+    if long_job:  # a long job carries several standing rules, whatever its level
+        want = max(want, 2)
     naming, walker.naming = walker.naming, None
     if naming is not None and (draft := hr.naming_rule(naming, walk, walker.session)):
         walk.house.append(draft)
@@ -66,10 +69,12 @@ def walk_scenario(walker: ScenarioWalker, level: str) -> list[tuple[int, int]]:
         walk.motifs.append("house-rules")
     low, high = _REPORTS[level]
     floor, ceiling = scenario.report  # the scenario caps the level's ask (0: may ask none)
+    if long_job:  # a long job ends with several values to report
+        low, high = max(low, 2), max(high, 2)
     high = min(high, ceiling)
     low = 0 if floor == 0 else min(low, high)
-    # a short job may ask for one value; a long one (8+ calls) for at least two
-    choose_reports(walker, low if len(walk.steps) >= 8 else min(low, 1), high)
+    # a short job may ask for one value
+    choose_reports(walker, low if long_job else min(low, 1), high)
     walk.order = hr.solution_order(walk)
     return walker.picks
 
