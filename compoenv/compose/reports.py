@@ -11,6 +11,7 @@ from compoenv.compose.records import Binding, Rejected
 from compoenv.compose.render import noun, plural, reference
 from compoenv.compose.steps import worth_reporting
 from compoenv.compose.walk import Walker
+from compoenv.roles import label as role_label
 
 __all__ = ["choose_reports"]
 
@@ -67,7 +68,7 @@ def choose_reports(walker: Walker, low: int, high: int) -> None:
         picked.pop()
     picked.sort(key=lambda v: v.step)
     reports = [(Binding("answer", v.value, v.step, v.slot.path, v.slot.interface),
-                reference(walk.steps[v.step].spec, v.slot.path, v.slot.interface))
+                _ask(walk.steps[v.step].spec, v.slot.path, v.slot.interface))
                for v in picked] + totals[:1]
     if len(reports) < low:
         raise Rejected("nothing_to_report", f"{len(reports)} values to report, need {low}",
@@ -102,3 +103,12 @@ def _totals(walker: Walker) -> list[tuple[Binding, str]]:
             out.append((Binding("answer", total, index, (), interface),
                         f"the total {label} of those {plural(kind)}"))
     return out
+
+
+def _ask(spec: Any, path: tuple[str, ...], interface: str) -> str:
+    """How the closing sentence names a value: "the invoice's due date"; a tool's whole
+    answer by what the tool gives ("the total due"), not "that money"."""
+    if not [p for p in path if p != "*" and p[:1] != "#"]:
+        role = next((s.role for s in spec.outputs if s.path == path and s.role), None)
+        return f"the {role_label(role)}" if role else f"the {noun(spec)}"
+    return reference(spec, path, interface)
