@@ -29,8 +29,10 @@ def _root(spec: ToolSpec, path: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
         if slot.kind == "object" and path[: len(slot.path)] == slot.path and slot.path != path:
             if best is None or len(slot.path) < len(best.path):
                 best = slot
-    if best is None:  # "find_real_estate_agents" -> "real estate agent"
-        return _tool_noun(spec.name), path
+    if best is None:  # "find_real_estate_agents" -> "real estate agent", unless the spec says
+        items = spec.returns.get("items") if spec.returns.get("type") == "array" else None
+        named = spec.returns.get("x-noun") or (items or {}).get("x-noun")
+        return (named if isinstance(named, str) else _tool_noun(spec.name)), path
     if best.role is not None and best.interface in ("Contact", "Profile"):
         return role_label(best.role), path[len(best.path):]
     return words(best.interface), path[len(best.path):]
