@@ -134,13 +134,9 @@ class CompoWorldEnv(gym.Env[str, str]):
             distractors = 3 if mode == "gateway" else 0
         extra: dict[str, Any] = {"motifs": tuple(motifs)} if motifs is not None else {}
         if scenarios is not None:
-            from compoenv.scenarios import ScenarioRegistry
+            from compoenv.scenarios import resolve
 
-            pool = ScenarioRegistry.default()
-            names = pool.usable(services or self.registry.names()).names() \
-                if scenarios == "all" else [pool.get(n).name for n in (
-                    [scenarios] if isinstance(scenarios, str) else scenarios)]
-            extra["scenarios"] = tuple(names)
+            extra["scenarios"] = resolve(scenarios, services or self.registry.names())
         self._config = ComposerConfig(min_hops=low, max_hops=high, min_services=min_services,
                                       services=tuple(services) if services else None,
                                       distractors=distractors, **extra)

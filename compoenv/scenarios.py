@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from compoenv.service import did_you_mean
 
 __all__ = ["Stage", "Scenario", "ScenarioRegistry", "ScenarioError", "RULE_KINDS",
-           "register_scenario", "ENTRY_POINT_GROUP"]
+           "register_scenario", "resolve", "ENTRY_POINT_GROUP"]
 
 ENTRY_POINT_GROUP = "compoenv.scenarios"
 RULE_KINDS = ("naming", "source_of_truth", "threshold", "ordering", "never")
@@ -45,6 +45,33 @@ class ScenarioError(ValueError):
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _bounds(name: str, value: tuple[int, int], low: int, high: int) -> tuple[int, int]:
+    """A (min, max) pair inside [low, high]."""
+    if not low <= value[0] <= value[1] <= high:
+        raise ValueError(f"{name} must be (min, max) with {low} <= min <= max <= {high}, "
+                         f"got {value}")
+    return value
+
+
+def resolve(names: str | Iterable[str], services: Iterable[str] | None = None,
+            pool: ScenarioRegistry | None = None) -> tuple[str, ...]:
+    """Scenario names from ``"all"`` (every scenario ``services`` allow), ``"none"`` (no
+    scenario: the free walk), a comma-separated string or a list of names.
+
+    Raises:
+        ScenarioError: an unknown name (with "did you mean").
+    """
+    pool = pool or ScenarioRegistry.default()
+    if isinstance(names, str):
+        text = names.strip()
+        if text in ("", "none"):
+            return ()
+        if text == "all":
+            return tuple((pool.usable(services) if services else pool).names())
+        names = text.split(",")
+    return tuple(pool.get(n.strip()).name for n in names if n.strip())
 
 
 class Stage(_Model):
@@ -76,9 +103,7 @@ class Stage(_Model):
     @field_validator("items")
     @classmethod
     def _sizes(cls, value: tuple[int, int]) -> tuple[int, int]:
-        if not 1 <= value[0] <= value[1] <= 50:
-            raise ValueError(f"items must be (min, max) with 1 <= min <= max <= 50, got {value}")
-        return value
+        return _bounds("items", value, 1, 50)
 
 
 class Scenario(_Model):
@@ -115,9 +140,7 @@ class Scenario(_Model):
     @field_validator("report")
     @classmethod
     def _report(cls, value: tuple[int, int]) -> tuple[int, int]:
-        if not 0 <= value[0] <= value[1] <= 4:
-            raise ValueError(f"report must be (min, max) with 0 <= min <= max <= 4, got {value}")
-        return value
+        return _bounds("report", value, 0, 4)
 
     @field_validator("stages")
     @classmethod

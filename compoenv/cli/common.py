@@ -113,21 +113,10 @@ def composer_config(**flags: Any) -> Any:
 
 def scenario_names(text: str | None, services: Any = None) -> tuple[str, ...]:
     """The scenarios ``--scenarios`` names ('all': every scenario the services allow)."""
-    from compoenv.scenarios import ScenarioError, ScenarioRegistry
+    from compoenv.scenarios import ScenarioError, resolve
 
-    text = (text or "none").strip()
-    if text == "none":
-        return ()
     try:
-        registry = ScenarioRegistry.default()
-        if services:
-            registry = registry.usable(services)
-        if text == "all":
-            return tuple(registry.names())
-        names = tuple(n.strip() for n in text.split(",") if n.strip())
-        for name in names:
-            registry.get(name)
-        return names
+        return resolve(text or "none", services)
     except ScenarioError as exc:
         raise click.BadParameter(str(exc), param_hint="'--scenarios'") from None
 
