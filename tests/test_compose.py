@@ -8,7 +8,7 @@ import pytest
 
 from compoenv.compose import Composer, ComposerConfig, Rejected, replay, verify_task
 from compoenv.compose.doctor import REASONS
-from compoenv.compose.verify import verify_walk
+from compoenv.compose.verify import appears, verify_walk
 from compoenv.compose.walk import Binding, Step, Walk
 from compoenv.registry import Registry, RegistryError
 from compoenv.task import Call, StateCriterion
@@ -226,3 +226,17 @@ def test_oracle_solves_every_task_of_a_500_task_set_in_both_modes():
         for i, t in enumerate(tasks):
             traj = run_episode(env, OracleAgent(per_action=2), options={"index": i})
             assert traj["meta"]["rubric_score"] == 1.0, (mode, t.id)
+
+
+@pytest.mark.parametrize("value, text, found", [
+    ("vie", "fly to vie tomorrow", True),
+    ("vie", "fly to vienna", False),
+    ("12.5", "pay 12.5.", True),
+    ("12.5", "pay 112.50", False),
+    ("12.5", "pay 12.55 or 12.5x", False),
+    ("inv-0007", "settle inv-0007, then", True),
+    ("inv-0007", "settle inv-00071", False),
+    ("ana", "email ana_b and x.ana", False),
+])
+def test_a_leak_is_a_value_standing_as_a_whole_word(value, text, found):
+    assert appears(value, text) is found

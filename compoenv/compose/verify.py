@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from compoenv.compose.identity import call_problem
@@ -175,13 +174,32 @@ def _one_wrong_argument(task: Task) -> tuple[int, Call] | None:
     return None
 
 
+def appears(value: str, text: str) -> bool:
+    """Whether ``value`` occurs in ``text`` as a whole word or number: "vie" is not in
+    "vienna", nor "12.5" in "112.50" or "12.55"."""
+    start = text.find(value)
+    while start != -1:
+        end = start + len(value)
+        before = text[start - 1] if start else " "
+        after = text[end:end + 2]
+        if not (_word(before) or before == ".") and not (
+                after[:1] and (_word(after[0]) or (after[0] == "." and after[1:2].isdigit()))):
+            return True
+        start = text.find(value, start + 1)
+    return False
+
+
+def _word(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
 def verify_walk(walk: Walk, task: Task) -> None:
     """Checks that need the walk's provenance: intermediate values never appear in the
     instruction, and every value carried between steps resolves to exactly one value."""
     text = task.instruction.casefold()
     stated = {str(b.value).casefold() for s in walk.steps for b in s.bindings if b.source is None}
     for value in walk.hidden:  # compared numbers and aggregates stay for the agent to find
-        if re.search(rf"(?<![\w.]){re.escape(answer_text(value).casefold())}(?![\w]|\.\d)", text):
+        if appears(answer_text(value).casefold(), text):
             raise Rejected("leak", f"hidden value {value!r} appears in the instruction")
     for step in walk.steps:
         for b in step.bindings:
@@ -189,8 +207,7 @@ def verify_walk(walk: Walk, task: Task) -> None:
                 continue
             value = str(b.value).casefold()
             # as a word: the airport code "VIE" inside "Vienna" gives nothing away
-            if len(value) >= 3 and value not in stated and re.search(
-                    rf"(?<![\w.]){re.escape(value)}(?![\w]|\.\d)", text):
+            if len(value) >= 3 and value not in stated and appears(value, text):
                 raise Rejected("leak", f"intermediate value {b.value!r} appears in the instruction")
             found = extract(walk.steps[b.source].result, b.path)
             if not found or any(v != found[0] for v in found):  # one value (items may share it)
