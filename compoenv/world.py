@@ -222,6 +222,14 @@ class World:
     def _businesses_by_name(self) -> dict[str, Business]:
         return {b.name.lower(): b for kind in self.businesses.values() for b in kind}
 
+    def organization(self, name: str) -> Organization | None:
+        """The organisation (an employer) called ``name`` (case-insensitive), if any."""
+        return self._orgs_by_name.get(name.strip().lower())
+
+    @cached_property
+    def _orgs_by_name(self) -> dict[str, Organization]:
+        return {o.name.lower(): o for o in self.orgs}
+
     def colleagues(self, person: Person) -> list[Person]:
         """The people who work for the same employer as ``person`` (not themself)."""
         return [p for p in self.people if p.employer == person.employer and p != person]

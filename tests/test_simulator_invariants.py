@@ -467,6 +467,48 @@ def _check_contact(fields: dict[str, Tag], record: dict[str, Any], business: Any
             failures.append((name, key, record.get(key), business))
 
 
+def _domains(fields: dict[str, Tag], record: dict[str, Any], roles: set[Any]) -> set[str]:
+    """The domains of the World businesses and organisations the record names in fields of
+    ``roles`` (None: any role)."""
+    out = set()
+    for key, (_, interface, role) in fields.items():
+        value = record.get(key)
+        if interface == "OrganizationName" and isinstance(value, str) and (
+                None in roles or role in roles or key in roles):
+            found = WORLD.business(value) or WORLD.organization(value)
+            if found is not None:
+                out.add(found.domain)
+    return out
+
+
+def test_a_link_is_on_the_site_of_whom_the_record_is_about():
+    """A business's or a company's website is on its own domain; an article is on the site
+    of the publication that ran it."""
+    failures, covered = [], set()
+    for name, spec in SPECS.items():
+        for args, data in calls(spec):
+            echoed = {v for v in args.values() if isinstance(v, str)}
+            for fields, record, _ in records(spec.returns, data):
+                for key, (_, interface, role) in fields.items():
+                    link = record.get(key)
+                    if interface != "Url" or not isinstance(link, str) or link in echoed:
+                        continue
+                    if role == "website":
+                        domains = _domains(fields, record, {None}) - _domains(
+                            fields, record, {"publisher"})
+                    elif role == "article":
+                        domains = _domains(fields, record, {"publisher", "publication"})
+                    else:
+                        continue
+                    if not domains:
+                        continue
+                    covered.add(name)
+                    host = link.split("/")[2] if link.count("/") >= 2 else ""
+                    if host.removeprefix("www.") not in domains:
+                        failures.append((name, key, link, sorted(domains)))
+    report(failures, covered, 12)
+
+
 # -- 4. no placeholder strings ----------------------------------------------------------------
 
 OLD_WORDS = ("alpha|bright|clear|daily|early|fresh|grand|harbor|island|jade|keen|lively|modern|"

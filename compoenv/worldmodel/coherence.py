@@ -122,6 +122,7 @@ class RecordPlan:
             and start); ordered: (first, last) pairs (start/end, min/max, created/updated);
             duration: the one DurationMinutes field (a start plus it is the end).
         totals, net_gross: Amounts that add up.
+        links: The Url fields and their roles (a website, an article, a document).
         invariants: Whether any of the above holds for records of this schema.
     """
 
@@ -144,6 +145,7 @@ class RecordPlan:
     duration: str | None
     totals: tuple[Total, ...]
     net_gross: tuple[NetGross, ...]
+    links: tuple[tuple[str, Any], ...]
     invariants: bool
 
 
@@ -237,7 +239,10 @@ def _record_plan(schema: dict[str, Any]) -> RecordPlan:
         identified=any(slots[k][1] in _IDENTITY for k in people), dates=dates,
         same_day=same_day, ordered=tuple(ordered),
         duration=durations[0] if len(durations) == 1 else None, totals=totals,
-        net_gross=net_gross, invariants=bool(same_day or ordered or totals or net_gross))
+        net_gross=net_gross,
+        links=tuple((k, role) for k, (kind, i, role) in slots.items()
+                    if i == "Url" and kind == "string"),
+        invariants=bool(same_day or ordered or totals or net_gross))
 
 
 def _pairs(names: list[str] | tuple[str, ...], order: dict[str, tuple[str, ...]]

@@ -13,6 +13,7 @@ like text; ids look like ids.
 from __future__ import annotations
 
 import functools
+import math
 import random
 import re
 from collections import Counter
@@ -212,9 +213,50 @@ class _Maker:
                 out[key] = self.make(branch if key not in self.params else
                                      self.with_param_enum(branch, key), key, anyone)
         self.where, self.topic = outer, topic
+        for key, role in plan.links:
+            if key not in echoed and key not in self.args:
+                link = self.link(role, out, plan, who)
+                if link is not None and _fits(link, plan.index[key][3], memo=False):
+                    out[key] = link
         if plan.invariants or aim.asks:
             settle(out, plan, aim, self.args, set(echoed), self.rng)
         return out
+
+    def link(self, role: str | None, record: dict[str, Any], plan: RecordPlan,
+             who: dict[str, Entity]) -> str | None:
+        """A link of its role on the site of whom the record is about: a restaurant's website
+        on the restaurant's domain, a company's page on the company's, an article on its
+        publisher's, a pull request on its organisation's code host, a stored document on
+        the user's own file host (None: a role with no shape of its own)."""
+        rng, number = self.rng, self.rng.randint(1000, 9999)
+        if role in ("document", "report", "receipt", "resume"):
+            home = self.world.user.email.rpartition("@")[2]
+            return f"https://files.{home}/{role}s/{_slug(_title(record) or self.noun)}-{number}"
+        if role == "article":
+            named = next((record[k] for k, (_, i, r) in plan.slots.items()
+                          if (r == "publisher" or k in ("publication", "publisher", "source"))
+                          and isinstance(record.get(k), str)), None)
+            publisher = (self.world.business(named) if named else None) or \
+                self.business("publisher")
+            site = publisher.domain if publisher else _domain_of(self.world, record, plan, who, self.arg_by_interface.get("OrganizationName"))
+            return f"https://www.{site}/news/{_slug(_title(record) or self.noun)}-{number}"
+        site = _domain_of(self.world, record, plan, who, self.arg_by_interface.get("OrganizationName"))
+        if role in ("website", "bookmark"):
+            return f"https://www.{site}/"
+        if role == "page":
+            return f"https://www.{site}/{rng.choice(_PATHS)}"
+        if role == "code":  # a repository, or a pull request in one
+            repo = record.get("repository")
+            if isinstance(repo, str) and record.get("title"):
+                return f"https://git.{site}/{_slug(repo)}/pull/{number}"
+            return f"https://git.{site}/{_slug(_title(record) or self.noun)}"
+        if role == "payment_link":
+            return f"https://pay.{site}/{number}"
+        if role == "profile":
+            owner = who[plan.owner]
+            person = owner if isinstance(owner, Person) else self.person()
+            return f"https://www.{site}/people/{person.first}-{person.last}".lower()
+        return None
 
     def echoes(self, plan: RecordPlan, filters: tuple[tuple[str, str], ...], answer: bool
                ) -> tuple[dict[str, Any], Counter[Any]]:
@@ -268,14 +310,28 @@ class _Maker:
                 person = self.named_person(plan, group, echoed) if echoed else None
                 if person is None and group in plan.selves:
                     person = self.world.user
+                if person is None and _STAFF & {plan.slots[k][2] for k, _ in
+                                                plan.members.get(group, ())}:
+                    person = self.staff(plan, echoed)
                 found[group] = person or self.person(
                     city if group == plan.owner and plan.owner_city else None)
-        if plan.business:
-            business = self.business(plan.slots[plan.business][2], city)
+        if plan.business:  # the business asked about, else one of its kind in the city
+            named = echoed.get(plan.business)
+            business = (self.world.business(named) if isinstance(named, str) else None) or \
+                self.business(plan.slots[plan.business][2], city)
             found[plan.owner] = business or self.person()
         if plan.owner not in found:
             found[plan.owner] = inherited or self.person()
         return found
+
+    def staff(self, plan: RecordPlan, echoed: dict[str, Any]) -> Person | None:
+        """Someone who works at the organisation the record or the request names (a
+        company's press contact, the maintainer of its repositories), if it employs anyone."""
+        names = [echoed.get(k) for k, (_, i, _) in plan.slots.items() if i == "OrganizationName"]
+        for name in [*names, self.arg_by_interface.get("OrganizationName")]:
+            if isinstance(name, str) and (staff := _employees(self.world).get(name.lower())):
+                return self._untaken(staff, lambda p: p.index)
+        return None
 
     def named_person(self, plan: RecordPlan, group: str, echoed: dict[str, Any]
                      ) -> Person | None:
@@ -347,10 +403,10 @@ class _Maker:
             return schema["const"]
         if kind == "integer":
             low, high = int(schema.get("minimum", 0)), int(schema.get("maximum", 100))
-            return rng.randint(low, max(low, high))
+            return min(high, int(_spread(rng, low, max(low, high))))
         if kind == "number":
             low, high = float(schema.get("minimum", 0)), float(schema.get("maximum", 1000))
-            return round(rng.uniform(low, max(low, high)), 2)
+            return round(min(high, _spread(rng, low, max(low, high))), 2)
         if kind == "boolean":
             return rng.random() < 0.5
         if kind == "null":
@@ -679,6 +735,52 @@ def _code(name: str, noun: str, schema: dict[str, Any], rng: random.Random,
     return made
 
 
+def _spread(rng: random.Random, low: float, high: float) -> float:
+    """A number in [low, high]: uniform over a narrow range, log-uniform over one spanning
+    orders of magnitude (a repository has dozens of open pull requests more often than
+    thousands, as counts in the world do)."""
+    if high - low <= 1000:
+        return rng.uniform(low, high)
+    return low + math.expm1(rng.uniform(0.0, math.log1p(high - low)))
+
+
+_STAFF = frozenset({"press", "maintainer"})  # roles of people who work where the record says
+
+
+_TITLES = ("title", "headline", "name", "subject", "repository", "repo", "filename")
+
+
+def _title(record: dict[str, Any]) -> str | None:
+    """What the record is called (an article's headline, a repository's name), if it says."""
+    return next((v for k in _TITLES if isinstance(v := record.get(k), str) and v), None)
+
+
+def _slug(text: str) -> str:
+    return "-".join(re.findall(r"[a-z0-9]+", text.lower())[:6]) or "item"
+
+
+def _domain_of(world: World, record: dict[str, Any], plan: RecordPlan,
+               who: dict[str, Entity], asked: Any = None) -> str:
+    """The domain of whom a record is about: its business, else an organisation it names
+    (the listed company, the account) or the request asked about (the organisation whose
+    repositories are listed), else the employer of the first person it names (a pull
+    request's author), else the user's."""
+    owner = who[plan.owner]
+    if isinstance(owner, Business):
+        return owner.domain
+    named = [record.get(k) for k, (_, i, role) in plan.slots.items()
+             if i == "OrganizationName" and role != "publisher"]
+    for value in [*named, asked]:
+        if isinstance(value, str):
+            found = world.business(value) or world.organization(value)
+            if found is not None:
+                return found.domain
+    named = [who[g] for g in plan.groups if g in plan.members and g not in plan.selves]
+    person = next((p for p in [owner, *named] if isinstance(p, Person)
+                   and (p is not owner or plan.owner in plan.members)), world.user)
+    return person.email.rpartition("@")[2]
+
+
 def _fitted(text: str, schema: dict[str, Any]) -> str:
     """``text`` within the schema's length bounds, cut at a word where it can be."""
     low, high = schema.get("minLength", 0), schema.get("maxLength")
@@ -719,8 +821,16 @@ def _residents_of(world: World) -> dict[str, tuple[Person, ...]]:
     return {city: tuple(people) for city, people in out.items()}
 
 
+def _employees_of(world: World) -> dict[str, tuple[Person, ...]]:
+    out: dict[str, list[Person]] = {}
+    for person in world.people[1:]:
+        out.setdefault(person.employer.lower(), []).append(person)
+    return {employer: tuple(people) for employer, people in out.items()}
+
+
 # a few worlds at a time (each holds its people): dropped when more are in use
 _residents: Callable[[World], dict[str, tuple[Person, ...]]] = ByIdentity(_residents_of, 64)
+_employees: Callable[[World], dict[str, tuple[Person, ...]]] = ByIdentity(_employees_of, 64)
 
 
 # where a tool's records live, once per tool
