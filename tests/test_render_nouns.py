@@ -36,3 +36,34 @@ def test_values_from_the_record_that_named_someone_are_said_once():
                               Binding("city", "v-city", 0, ("city",), "City")])
     assert text == ("add the profile's name (with their email, title, company and city from "
                     "that profile) to my contacts")
+
+
+def test_a_carried_name_or_email_reads_as_whom_it_belongs_to():
+    from compoenv.compose.records import Binding, Step, Walk
+    from compoenv.compose.render import phrase
+    from compoenv.registry import Registry
+
+    registry = Registry.default()
+    repos = Step(registry.spec("code_review__list_repositories"),
+                 [Binding("organization", "Acme")])
+    candidate = Step(registry.spec("recruiting__find_candidate"), [Binding("name", "Ana Kim")])
+    walk = Walk(steps=[repos, candidate])
+    task = phrase(registry.spec("project_tracker__create_task"), walk, [
+        Binding("title", "Root cause", interface="Text"),
+        Binding("assignee", "Jo Lee", 0, ("#1", "maintainer_name"), "PersonName"),
+        Binding("due", "2026-03-18", interface="Date")])
+    assert task == 'create a task called "Root cause" for the repository\'s maintainer due on 2026-03-18'
+    email = phrase(registry.spec("email__send_email"), walk, [
+        Binding("to", "ana.kim@acme.com", 1, ("email",), "EmailAddress"),
+        Binding("subject", "Hi", interface="EmailSubject"),
+        Binding("body", "Hello", interface="Text")])
+    assert email.startswith("send an email to the candidate with subject")
+    # the candidate's name and email in one call would both read "the candidate": neither is cut
+    hotel = Step(registry.spec("hotels__search_hotels"), [Binding("city", "Oslo")])
+    walk = Walk(steps=[repos, candidate, hotel])
+    booked = phrase(registry.spec("hotels__book_hotel"), walk, [
+        Binding("hotel_id", "H-1", 2, ("#0", "id"), "HotelId"),
+        Binding("guest", "Ana Kim", 1, ("name",), "PersonName"),
+        Binding("guest_email", "ana.kim@acme.com", 1, ("email",), "EmailAddress"),
+        Binding("check_in", "2026-03-20", interface="Date"), Binding("nights", 2)])
+    assert "for the candidate's name (the candidate's email)" in booked

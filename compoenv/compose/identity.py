@@ -10,10 +10,11 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from compoenv.roles import IDENTITY
+from compoenv.schema import Slot
 from compoenv.service import ToolSpec
 from compoenv.world import Person, World
 
-__all__ = ["person_of", "call_problem", "SELF_ROLES"]
+__all__ = ["person_of", "person_group", "call_problem", "SELF_ROLES"]
 
 # roles the user may hold in a call: their own accounts, their own policies, a passenger or a
 # guest they book for themself, a patient they are
@@ -28,6 +29,12 @@ def person_of(value: Any, world: World) -> Person | None:
     if not isinstance(value, str):
         return None
     return world.person_by_email(value) or world.person(value) or world.person_by_phone(value)
+
+
+def person_group(slot: Slot) -> str:
+    """Which person a person field belongs to in its call: its role, else its name's stem
+    (``guest_email`` and ``guest`` are one guest)."""
+    return slot.role or slot.path[0].rsplit("_", 1)[0]
 
 
 def _identity_slots(spec: ToolSpec) -> list[tuple[str, str | None, str]]:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import re
 import string
+from collections import Counter
 
+from compoenv.compose.identity import person_group
 from compoenv.compose.labels import (
     enum_words, field_label, fix_articles, plural, singular, words,
 )
 from compoenv.compose.records import Binding, Walk
-from compoenv.roles import label as role_label
+from compoenv.roles import KIND_OF, label as role_label
+from compoenv.schema import extract
 from compoenv.service import ToolSpec
 
 __all__ = ["render_instruction", "reference", "phrase", "noun", "words", "singular", "plural"]
@@ -59,6 +62,40 @@ def reference(spec: ToolSpec, path: tuple[str, ...], interface: str | None) -> s
     return f"the {noun_}'s {field_label(spec.returns, path, noun_)}"
 
 
+_WHO = frozenset({"PersonName", "EmailAddress", "OrganizationName"})
+# records that are someone (not a profile or an account of them): "the developer"
+_PEOPLE = frozenset({"developer", "journalist", "person", "user", "lead", "candidate",
+                     "employee", "contact", "customer", "patient", "guest", "agent", "trainer"})
+_OWN = frozenset({"name", "email"})
+# "look up the contact whose email is {email}" needs the address itself, not its owner
+_SAYS_WHICH = re.compile(r"(?:email|name|named|called|address|is) $")
+
+
+def _who(spec: ToolSpec, binding: Binding, full: str) -> str | None:
+    """A carried name or email as the one it belongs to, where that is plain and enough:
+    "the repository's maintainer" for "the repository's maintainer's email", "the candidate"
+    for "the candidate's email", "the restaurant" for "the restaurant's name". None where
+    the field is not a person's or business's own (the invoice's billing email, the
+    interaction's email), or its owner is no one a person writes to (a press desk)."""
+    if binding.interface not in _WHO or not full.startswith("the "):
+        return None
+    path = tuple("*" if p[:1] == "#" else p for p in binding.path)
+    slot = next((s for s in spec.outputs if s.path == path), None)
+    role = slot.role if slot is not None else None
+    if role is None or KIND_OF.get(role) not in ("person", "organization") or role in (
+            "business_contact", "self"):
+        return None
+    owner, _, field = full[4:].rpartition("'s ")
+    who = role_label(role)
+    if field not in _OWN or not owner:
+        return None
+    if role == "press":  # a company's press desk
+        return f"the {owner} contact" if owner.endswith("press") else None
+    if "'s " in owner or owner.split()[-1] in (who.split()[-1], *_PEOPLE):
+        return f"the {owner}"  # the account's manager, the candidate, the journalist contact
+    return None
+
+
 def _show(binding: Binding, schema: dict | None = None) -> str:
     value = binding.value
     if isinstance(value, list):
@@ -78,6 +115,7 @@ def _identifies(binding: Binding) -> bool:
 
 def phrase(spec: ToolSpec, walk: Walk, bindings: list[Binding]) -> str:
     """The tool's phrase with its arguments filled in: stated values, or references."""
+    bindings = [_first_said(walk, b) or b for b in bindings]
     template = spec.phrase or f"use {spec.qualified_name} ({spec.description.rstrip('.')})"
     for b in bindings:  # "cancel event {event_id}" -> "cancel that event"
         if _identifies(b):
@@ -98,14 +136,15 @@ def phrase(spec: ToolSpec, walk: Walk, bindings: list[Binding]) -> str:
     values: dict[str, str] = {}
     extras = []
     props = spec.parameters.get("properties", {})
+    shorter = _people(spec, walk, bindings, template)
     for b in bindings:
         if (spec.qualified_name, b.param) in walk.shown:  # a house rule says what goes here
             shown = walk.shown[(spec.qualified_name, b.param)]
         elif b.source is None:
             shown = _show(b, _plain_schema(props.get(b.param)))
         else:
-            producer = walk.steps[b.source].spec
-            shown = reference(producer, b.path, b.interface)
+            shown = shorter.get(b.param) or reference(walk.steps[b.source].spec, b.path,
+                                                      b.interface)
         if b.param in fields:
             values[b.param] = shown
         elif b.param in said:
@@ -116,6 +155,77 @@ def phrase(spec: ToolSpec, walk: Walk, bindings: list[Binding]) -> str:
         values[name] = "the default"
     text = fix_articles(_THE_THE.sub("the", template.format(**values)))
     return text + (f" ({'; '.join(extras)})" if extras else "")
+
+
+# what a record says again of something the request named or found first: its name, its
+# city, its day (amounts are left alone: an equal figure may still be another amount)
+_SAID_AGAIN = frozenset({"OrganizationName", "PersonName", "EmailAddress", "City", "Date",
+                         "DateTime", "StreetAddress"})
+
+
+def _first_said(walk: Walk, binding: Binding) -> Binding | None:
+    """A carried value as the request first gave it: stated ("on 2026-03-20", not "on the
+    table's date") or found by an earlier step ("at the restaurant", not "at the table's
+    restaurant"); None when it comes first from its own source. Only values one record
+    echoes (never items a motif goes through one by one, nor amounts)."""
+    source, value = binding.source, binding.value
+    if (source is None or binding.interface not in _SAID_AGAIN or not isinstance(value, str)
+            or not value or binding.path[:1] == ("*",)):
+        return None
+    items: dict[int, set[str]] = {}  # the list items later steps used, per list step
+    for b in (b for s in walk.steps for b in s.bindings):
+        if b.source is not None and b.path[:1] and b.path[0][:1] == "#":
+            items.setdefault(b.source, set()).add(b.path[0])
+    if binding.path[0][:1] == "#" and len(items.get(source, ())) != 1:
+        return None  # one item of several the request goes through
+    for step in walk.steps[:source + 1]:
+        for b in step.bindings:
+            if b.source is None and b.value == value and b.interface == binding.interface:
+                return Binding(binding.param, value, interface=binding.interface)
+    for index, step in enumerate(walk.steps[:source]):
+        used = items.get(index, ())
+        data, item = step.result, next(iter(used)) if len(used) == 1 else None  # one pick
+        for slot in step.spec.outputs:
+            if slot.interface != binding.interface or slot.kind in ("object", "array"):
+                continue
+            if isinstance(data, dict) and "*" not in slot.path:
+                path = slot.path
+            elif isinstance(data, list) and item is not None and slot.path[:1] == ("*",) \
+                    and "*" not in slot.path[1:]:
+                path = (item,) + slot.path[1:]
+            else:
+                continue
+            found = extract(data, path)
+            if len(found) == 1 and found[0] == value:
+                return Binding(binding.param, value, index, path, binding.interface)
+    return None
+
+
+def _people(spec: ToolSpec, walk: Walk, bindings: list[Binding], template: str,
+            ) -> dict[str, str]:
+    """The carried names and emails of this call that read as whom they belong to
+    (``_who``), unless two of them would then read alike ("book the hotel for the guest
+    (the guest)") or the phrase asks for the value itself ("whose email is ...")."""
+    out: dict[str, str] = {}
+    slots = {s.path[0]: s for s in spec.inputs if len(s.path) == 1}
+    # a call's name and email of one person: "for Ana Kim (the guest's email)", never
+    # "for Ana Kim (the guest)"
+    groups = Counter(person_group(slots[b.param]) for b in bindings
+                     if b.param in slots and slots[b.param].interface in _WHO)
+    for b in bindings:
+        if b.source is None or (spec.qualified_name, b.param) in walk.shown:
+            continue
+        if b.param in slots and groups[person_group(slots[b.param])] > 1:
+            continue
+        at = template.find("{%s}" % b.param)
+        if at >= 0 and _SAYS_WHICH.search(template[:at]):
+            continue
+        producer = walk.steps[b.source].spec
+        who = _who(producer, b, reference(producer, b.path, b.interface))
+        if who is not None:
+            out[b.param] = who
+    seen = Counter(out.values())
+    return {param: who for param, who in out.items() if seen[who] == 1}
 
 
 _ASIDE = re.compile(r"\{(\w+)\} \(([^()]*)\)")

@@ -38,9 +38,15 @@ def choose_reports(walker: Walker, low: int, high: int) -> None:
     # a rule's call placed earlier may shift the ids later writes of its service get
     shifted = {walk.steps[i].spec.service for i in walk.rule_steps
                if not walk.steps[i].spec.read_only}
+    # "the product's price" names the last product the request mentions: an earlier one's
+    # values would be asked for by a name a later step took over
+    nouns = [noun(s.spec) for s in walk.steps]
+    last = {kind: i for i, kind in enumerate(nouns) if i not in walk.rule_steps}
     for value in walker.available:
         if value.step in walk.rule_steps or value.slot.path[:1] == ("*",):
             continue  # a field every listed item shares reads as one item's ("the candidate's")
+        if last.get(nouns[value.step], value.step) != value.step:
+            continue
         if walk.steps[value.step].spec.read_only:
             if not worth_reporting(value):
                 continue

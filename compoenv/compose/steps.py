@@ -7,7 +7,7 @@ import random
 import re
 from typing import Any, Callable, Mapping
 
-from compoenv.compose.identity import call_problem, person_of
+from compoenv.compose.identity import call_problem, person_group, person_of
 from compoenv.compose.records import Binding, Step, Value
 from compoenv.compose.render import noun
 from compoenv.compose.values import MISSING, fresh_value, record_value
@@ -93,12 +93,6 @@ def failure(result: Mapping[str, Any]) -> str:
             else "found_nothing" if result.get("data") in (None, [], {}, "") else "wrong_size")
 
 
-def _group(slot: Slot) -> str:
-    """Which person a person field belongs to in its call: its role, else its name's stem
-    (``guest_email`` and ``guest`` are one guest)."""
-    return slot.role or slot.path[0].rsplit("_", 1)[0]
-
-
 def bind(spec: ToolSpec, edge: Edge, value: Value, available: list[Value],
          session: Session, rng: random.Random, source: ToolSpec | None = None,
          ) -> list[Binding] | None:
@@ -123,7 +117,7 @@ def bind(spec: ToolSpec, edge: Edge, value: Value, available: list[Value],
         return None  # a refund of -12.50 where amounts are positive: the call would be a 400
     if value.slot.role == "business_contact" and edge.param in slots and any(
             s.interface == "PersonName" and s.required and len(s.path) == 1
-            and _group(s) == _group(slots[edge.param]) for s in spec.inputs):
+            and person_group(s) == person_group(slots[edge.param]) for s in spec.inputs):
         return None  # a gym's front-desk email is nobody's name
     bindings = [Binding(edge.param, value.value, value.step, value.slot.path, edge.interface)]
     # people by the role they play in this call: the carried one, then whoever is found or
@@ -131,12 +125,12 @@ def bind(spec: ToolSpec, edge: Edge, value: Value, available: list[Value],
     people: dict[str, Person] = {}
     carried = person_of(value.value, world)
     if carried is not None and edge.param in slots:
-        people[_group(slots[edge.param])] = carried
+        people[person_group(slots[edge.param])] = carried
     for slot in spec.inputs:
         param = slot.path[0]
         if not slot.required or len(slot.path) != 1 or param == edge.param:
             continue
-        group = _group(slot) if slot.interface in IDENTITY else None
+        group = person_group(slot) if slot.interface in IDENTITY else None
         want = people.get(group) if group else None
         fits = [] if slot.interface in WORDS and not spec.read_only else [
             v for v in reversed(available) if v.slot.interface == slot.interface
