@@ -287,33 +287,6 @@ def test_per_item_stated_values_are_the_ones_the_request_shows() -> None:
     assert "for each contact found" in task.instruction
 
 
-@pytest.mark.parametrize("quantity, tools", [
-    (2, ["shop__cheapest_in_category", "shop__place_order"]),
-    (0, []),  # no order can be placed: the look-up for it goes too
-])
-def test_an_optional_look_up_goes_with_the_optional_step_it_was_for(quantity, tools) -> None:
-    scenario = {
-        "name": "pay_then_restock", "domain": "procurement",
-        "persona": ["I run purchasing at {employer}."],
-        "goal": "A vendor gets paid, and the office's cheapest kitchen supply is reordered.",
-        "services": ["invoices", "bank", "email", "shop"],
-        "stages": [
-            {"tools": ["invoices__invoices_from"], "take": "pick", "items": [2, 8]},
-            {"tools": ["bank__transfer"]},
-            {"tools": ["email__send_email"]},
-            {"tools": ["shop__cheapest_in_category"], "optional": True, "fresh": True,
-             "args": {"category": "kitchen"}},
-            {"tools": ["shop__place_order"], "optional": True, "args": {"quantity": quantity}},
-        ],
-        "rules": [], "report": [0, 1]}
-    pool = ScenarioRegistry([Scenario.model_validate(scenario)])
-    composer = Composer(config=ComposerConfig(scenarios=("pay_then_restock",),
-                                              difficulty=(("hard", 1.0),)), scenarios=pool)
-    task = composer.sample(0)
-    assert [c.name for c in task.solution] == [
-        "invoices__invoices_from", "bank__transfer", "email__send_email", *tools]
-
-
 def test_a_report_names_the_last_record_of_its_kind() -> None:
     scenario = {
         "name": "two_kinds_of_supplies", "domain": "procurement",

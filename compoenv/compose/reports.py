@@ -12,6 +12,7 @@ from compoenv.compose.render import noun, plural, reference
 from compoenv.compose.steps import worth_reporting
 from compoenv.compose.walk import Walker
 from compoenv.roles import label as role_label
+from compoenv.schema import extract
 
 __all__ = ["choose_reports"]
 
@@ -41,11 +42,10 @@ def choose_reports(walker: Walker, low: int, high: int) -> None:
     # "the product's price" names the last product the request mentions: an earlier one's
     # values would be asked for by a name a later step took over
     nouns = [noun(s.spec) for s in walk.steps]
-    last = {kind: i for i, kind in enumerate(nouns) if i not in walk.rule_steps}
     for value in walker.available:
         if value.step in walk.rule_steps or value.slot.path[:1] == ("*",):
             continue  # a field every listed item shares reads as one item's ("the candidate's")
-        if last.get(nouns[value.step], value.step) != value.step:
+        if _renamed(walk, nouns, value):
             continue
         if walk.steps[value.step].spec.read_only:
             if not worth_reporting(value):
@@ -85,6 +85,19 @@ def choose_reports(walker: Walker, low: int, high: int) -> None:
     if len(walk.reports) == 1:
         walk.report = walk.reports[0]
         walk.report_text = f"Tell me {walk.asks[0]}."
+
+
+def _renamed(walk: Any, nouns: list[str], value: Any) -> bool:
+    """Whether a later step found another record of the value's kind that says otherwise
+    (a second product, priced differently): its name now means that one."""
+    path = tuple(p for p in value.slot.path if p[:1] != "#")
+    for index in range(value.step + 1, len(walk.steps)):
+        if index in walk.rule_steps or nouns[index] != nouns[value.step]:
+            continue
+        result = walk.steps[index].result
+        if not isinstance(result, dict) or extract(result, path) != [value.value]:
+            return True  # the paid invoice mark_paid returns is the same invoice: no rename
+    return False
 
 
 def _totals(walker: Walker) -> list[tuple[Binding, str]]:

@@ -263,10 +263,9 @@ def run_stages(walker: ScenarioWalker, stages: list[Stage],
         Rejected: a required stage fit nothing in this world and seed.
     """
     listed: int | None = None
-    lookup: tuple[Any, int, int] | None = None  # the last stage, if an optional read
     for i, stage in enumerate(stages):
         point = walker.checkpoint()
-        segments, first = len(walker.walk.segments), len(walker.walk.steps)
+        segments = len(walker.walk.segments)
         walker.args = (frozenset(stage.tools), stage.args) if stage.args else None
         walker.used = set()  # a stage may use a tool an earlier stage used (a second email)
         try:
@@ -275,18 +274,8 @@ def run_stages(walker: ScenarioWalker, stages: list[Stage],
             walker.rollback(point)
             del walker.walk.segments[segments:]
             if stage.optional and i > 0:
-                if lookup is not None and not _used(walker, lookup[2]):
-                    # the optional look-up was for this step ("find the cheapest
-                    # electronics, then order it"): without the step it goes too
-                    walker.rollback(lookup[0])
-                    del walker.walk.segments[lookup[1]:]
-                    listed = None if listed is not None and listed >= lookup[2] else listed
-                lookup = None
                 continue
             raise
-        steps = walker.walk.steps[first:]
-        lookup = (point, segments, first) if stage.optional and steps and all(
-            s.spec.read_only for s in steps) else None
         if stage.take == "all":
             listed = len(walker.walk.steps) - 1
         elif not stage.each:
@@ -295,12 +284,6 @@ def run_stages(walker: ScenarioWalker, stages: list[Stage],
             on_anchor(walker)
     walker.args = None
     _merge_each(walker)
-
-
-def _used(walker: Walker, first: int) -> bool:
-    """Whether a step after ``first`` uses a value the steps from ``first`` on found."""
-    return any(b.source is not None and b.source >= first
-               for s in walker.walk.steps[first:] for b in s.bindings)
 
 
 def _merge_each(walker: Walker) -> None:
