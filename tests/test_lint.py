@@ -46,6 +46,7 @@ TABLE = {
     "L109": ['filler "the default"', 'filler "( )"'],
     "L110": ['"between Chicago and Chicago" has the same value at both ends'],
     "L111": ['"the files shared with\'s" names a tool\'s result, not a thing'],
+    "L112": ['"lowest" twice: "event with the lowest lowest price."'],
     "L201": ['origin_city and destination_city are both "Stockholm"'],
     "L202": [('patient_name "Sara Kim" and patient_email "lina.silva@juniperventures.com" '
               'name different people (Sara Kim, Lina Silva)')],
@@ -112,6 +113,7 @@ MORE_BAD = [
      '"from the email\'s sent at to the email\'s sent at" has the same value at both ends'),
     ("L111", _text("Book a trip to the articles by author's city."),
      '"the articles by author\'s" names a tool\'s result, not a thing'),
+    ("L112", _text("Mark that that invoice as paid."), '"that" twice: "Mark that that invoice as paid."'),
     ("L201", Example(calls=(("ride_hailing__book_ride", {"city": "Oslo",
                                                          "pickup_address": "1 Mill Street",
                                                          "dropoff_address": "1 Mill Street"}),)),
@@ -158,6 +160,7 @@ MORE_GOOD = [
     ("L107", _text("Quote parking at Station Parking Co. in London for 60 minutes.")),
     ("L110", _text("Start an expense report for the trip from 2026-03-21 to 2026-03-26.")),
     ("L111", _text("Book a trip to the author of the article's city.")),
+    ("L112", _text('Post "so so good" on my feed.')),
     ("L203", Example(calls=(("payroll__get_pay_stub", {"employee_name": USER,
                                                        "pay_date": "2026-03-26"}),))),
     ("L203", Example(calls=(("pharmacy__book_vaccination",

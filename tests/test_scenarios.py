@@ -147,6 +147,19 @@ def test_a_threshold_rule_adds_a_sign_off_before_the_payment(hard) -> None:
         assert "bank__transfer" in names[i + 1:]
 
 
+def test_a_sign_off_limit_is_a_round_figure_a_policy_would_set() -> None:
+    import random
+
+    from compoenv.compose.house_rules import _LIMITS, _policy_limit
+
+    rng = random.Random(0)
+    for amount in (183.0, 740.0, 4_999.0, 61_500.0, 2_400_000.0):
+        for _ in range(20):
+            limit = _policy_limit(amount, rng)
+            assert limit in _LIMITS and limit <= 0.9 * amount
+    assert _policy_limit(60.0, rng) is None  # nobody signs off on a 60.00 payment
+
+
 def test_long_tasks_report_several_values_each_its_own_criterion(hard) -> None:
     many = [t for t in hard if len(t.answer) >= 2]
     assert many

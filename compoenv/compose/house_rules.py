@@ -228,7 +228,9 @@ def threshold(walker: Any, rng: random.Random) -> Draft | None:
         return None
     tool = rng.choice(sorted(groups))
     values = sorted(b.value for _, b in groups[tool])
-    limit = _round_below(values[len(values) // 2] if len(values) > 2 else values[0], rng)
+    limit = _policy_limit(values[len(values) // 2] if len(values) > 2 else values[0], rng)
+    if limit is None:
+        return None  # nobody signs off on a 40.00 payment
     spec = walk.steps[groups[tool][0][0]].spec
     draft = Draft("threshold", "")
     label = ""
@@ -283,10 +285,17 @@ def _a(word: str) -> str:
     return "an" if word[:1] in "aeiou" else "a"
 
 
-def _round_below(value: float, rng: random.Random) -> float:
+# the limits an approval policy sets: round figures a finance team would write down
+_LIMITS = (100, 200, 250, 500, 1000, 2000, 2500, 5000, 10_000, 20_000, 25_000, 50_000,
+           75_000, 100_000, 150_000, 200_000, 250_000, 500_000, 1_000_000)
+
+
+def _policy_limit(value: float, rng: random.Random) -> float | None:
+    """A policy's sign-off limit somewhat below ``value`` (so it applies to it): the largest
+    of the usual round limits under 55-90% of it; None under the smallest (100)."""
     raw = value * rng.uniform(0.55, 0.9)
-    step = 10 ** max(0, int(math.log10(max(raw, 1))))
-    return float(max(step, math.floor(raw / step) * step)) if raw >= 1 else round(raw, 2)
+    fitting = [limit for limit in _LIMITS if limit <= raw]
+    return float(fitting[-1]) if fitting else None
 
 
 def ordering(walker: Any, rng: random.Random) -> Draft | None:

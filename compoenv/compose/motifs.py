@@ -144,8 +144,9 @@ def aggregate(walker: Walker, index: int, report: bool) -> None:
         pick = flat.index(best)
         extreme = {"max": "latest" if slot.interface.startswith("Date") else "highest",
                    "min": "earliest" if slot.interface.startswith("Date") else "lowest"}[op]
+        said = field.removeprefix(f"{extreme} ")  # never "the lowest lowest price"
         walker.walk.segments[-1].text = (phrase(step.spec, walker.walk, step.bindings)
-                                         + f", and take the {kind} with the {extreme} {field}")
+                                         + f", and take the {kind} with the {extreme} {said}")
         walker.adopt(index, pick)
         if report:
             value = extract(items[pick], slot.path[1:])[0]

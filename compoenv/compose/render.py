@@ -113,13 +113,42 @@ def _identifies(binding: Binding) -> bool:
     return binding.source is not None and (kind.endswith("Id") or kind in _KEYS)
 
 
+# words that end the noun before an id ("comment on | pull request {id}"), and the
+# determiners "that" takes the place of ("show the | insurance policy {id}")
+_NOT_NOUN = frozenset({"to", "on", "of", "for", "in", "at", "by", "with", "from", "into",
+                       "up", "and", "as", "rent", "review"})
+_DETERMINERS = frozenset({"the", "a", "an", "my", "that"})
+
+
+def _that(template: str, param: str) -> str:
+    """The template with ``{param}`` read as "that <noun>": the (at most two) words of the
+    noun before it stay, an article before them goes ("show the insurance policy {id}" ->
+    "show that insurance policy", "comment on pull request {id}" -> "comment on that pull
+    request")."""
+    slot = "{%s}" % param
+    at = template.find(slot)
+    if at <= 0:
+        return template
+    words_ = template[:at].split()
+    noun_: list[str] = []
+    while (words_ and len(noun_) < 2 and len(words_) > 1 and words_[-1] not in _NOT_NOUN
+           and words_[-1] not in _DETERMINERS and "{" not in words_[-1]):
+        noun_.insert(0, words_.pop())
+    if not noun_:
+        return template
+    if words_ and words_[-1] in _DETERMINERS:
+        words_.pop()
+    head = " ".join(words_ + ["that"] + noun_)
+    return head + template[at + len(slot):]
+
+
 def phrase(spec: ToolSpec, walk: Walk, bindings: list[Binding]) -> str:
     """The tool's phrase with its arguments filled in: stated values, or references."""
     bindings = [_first_said(walk, b) or b for b in bindings]
     template = spec.phrase or f"use {spec.qualified_name} ({spec.description.rstrip('.')})"
-    for b in bindings:  # "cancel event {event_id}" -> "cancel that event"
+    for b in bindings:  # "cancel hotel reservation {id}" -> "cancel that hotel reservation"
         if _identifies(b):
-            template = re.sub(r"\b(\w+) \{%s\}" % re.escape(b.param), r"that \1", template)
+            template = _that(template, b.param)
     carried = {b.param for b in bindings if b.source is not None}
     template = _UNIT_AFTER.sub(lambda m: "{%s}" % m.group(1) if m.group(1) in carried
                                else m.group(0), template)

@@ -85,6 +85,11 @@ RULES: tuple[Rule, ...] = (
          wording.check_owner,
          Example("Find the files shared with me. Tell me the files shared with's name."),
          Example("Find the files shared with me. Tell me the file's name.")),
+    Rule("L112", "doubled-word", _W,
+         "A word said twice in a row outside quoted text: 'the lowest lowest price'.",
+         wording.check_doubled_word,
+         Example("Find events in Rome, and take the event with the lowest lowest price."),
+         Example("Find events in Rome, and take the event with the lowest starting price.")),
     Rule("L201", "same-endpoints", _F,
          "One value as both ends of a call: origin and destination, pickup and dropoff, "
          "from and to asset, source and target language.",

@@ -12,7 +12,8 @@ from compoenv.compose.render import singular
 
 __all__ = ["check_field_as_noun", "check_double_article", "check_repeated_noun",
            "check_quoted_raw_value", "check_unit", "check_placeholder", "check_sentence",
-           "check_spacing", "check_filler", "check_same_ends", "check_owner", "possessives"]
+           "check_spacing", "check_filler", "check_same_ends", "check_owner",
+           "check_doubled_word", "possessives"]
 
 _OWNER = re.compile(r"\b(?:the|that|each|this) ((?:(?!(?:the|that|each|this)\b)[a-z0-9-]+ ){0,4}"
                     r"(?!(?:the|that|each|this)\b)[a-z0-9-]+)$")
@@ -248,3 +249,16 @@ def check_same_ends(ctx: TaskContext) -> Iterator[Hit]:
     for m in _SAME_ENDS.finditer(ctx.text):
         if (m.group(1) == "between") == (m.group(3) == "and"):
             yield Hit(f'"{m.group(0)}" has the same value at both ends', span=m.span())
+
+
+_DOUBLED = re.compile(r"\b([A-Za-z]+) \1\b", re.IGNORECASE)
+_QUOTED_TEXT = re.compile(r'"[^"\n]*"')
+
+
+def check_doubled_word(ctx: TaskContext) -> Iterator[Hit]:
+    """A word said twice in a row outside quoted text: "the lowest lowest price", "mark
+    that that invoice"."""
+    quoted = [m.span() for m in _QUOTED_TEXT.finditer(ctx.text)]
+    for m in _DOUBLED.finditer(ctx.text):
+        if not any(a <= m.start() < b for a, b in quoted):
+            yield Hit(f'"{m.group(1)}" twice: "{_near(ctx.text, m.span())}"', span=m.span())
