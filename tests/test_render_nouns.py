@@ -67,3 +67,19 @@ def test_a_carried_name_or_email_reads_as_whom_it_belongs_to():
         Binding("guest_email", "ana.kim@acme.com", 1, ("email",), "EmailAddress"),
         Binding("check_in", "2026-03-20", interface="Date"), Binding("nights", 2)])
     assert "for the candidate's name (the candidate's email)" in booked
+
+
+@pytest.mark.parametrize("template, param, expected", [
+    ("show the insurance policy {policy_id}", "policy_id", "show that insurance policy"),
+    ("cancel hotel reservation {reservation_id}", "reservation_id",
+     "cancel that hotel reservation"),
+    ("comment on pull request {pull_request_id}: {body}", "pull_request_id",
+     "comment on that pull request: {body}"),
+    ("apply to rent listing {listing_id} for {name}", "listing_id",
+     "apply to rent that listing for {name}"),
+    ("move event {event_id} to {start}", "event_id", "move that event to {start}"),
+])
+def test_a_carried_id_reads_as_that_noun(template, param, expected):
+    from compoenv.compose.render import _that
+
+    assert _that(template, param) == expected
