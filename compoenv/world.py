@@ -222,6 +222,18 @@ class World:
     def _businesses_by_name(self) -> dict[str, Business]:
         return {b.name.lower(): b for kind in self.businesses.values() for b in kind}
 
+    def owner_of(self, domain: str) -> Organization | Business | None:
+        """The organisation or business whose web domain is ``domain``, if any."""
+        return self._by_domain.get(domain.strip().lower().removeprefix("www."))
+
+    @cached_property
+    def _by_domain(self) -> dict[str, Organization | Business]:
+        found: dict[str, Organization | Business] = {o.domain: o for o in self.orgs}
+        for kind in self.businesses.values():
+            for b in kind:
+                found.setdefault(b.domain, b)
+        return found
+
     def organization(self, name: str) -> Organization | None:
         """The organisation (an employer) called ``name`` (case-insensitive), if any."""
         return self._orgs_by_name.get(name.strip().lower())

@@ -509,6 +509,32 @@ def test_a_link_is_on_the_site_of_whom_the_record_is_about():
     report(failures, covered, 12)
 
 
+AHEAD = {"event_date", "departure", "arrival", "check_in", "check_out", "appointment",
+         "renewal_date", "expiry"}
+BEHIND = {"created", "posted", "issue_date", "application_date", "updated"}
+
+
+def test_what_is_booked_lies_ahead_and_what_was_written_behind():
+    """A show, a flight or a check-in is after today; a posting or a record's creation is
+    before it (unless the request asked about a day: then items fall on it)."""
+    failures, covered = [], set()
+    today = WORLD.today
+    for name, spec in SPECS.items():
+        if any(tag(v)[1] in DATES for v in params(spec).values()):
+            continue  # the request names a day or a range: items follow it
+        for args, data in calls(spec):
+            for fields, record, _ in records(spec.returns, data):
+                for key, (kind, interface, role) in fields.items():
+                    value = record.get(key)
+                    if interface not in DATES or not isinstance(value, str) or (
+                            role not in AHEAD | BEHIND):
+                        continue
+                    covered.add(name)
+                    if (day(value) <= today) if role in AHEAD else (day(value) >= today):
+                        failures.append((name, key, role, value))
+    report(failures, covered, 20)
+
+
 # -- 4. no placeholder strings ----------------------------------------------------------------
 
 OLD_WORDS = ("alpha|bright|clear|daily|early|fresh|grand|harbor|island|jade|keen|lively|modern|"

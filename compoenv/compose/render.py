@@ -104,6 +104,8 @@ def _show(binding: Binding, schema: dict | None = None) -> str:
         return enum_words(value, schema)  # a plan called "class_pack" reads "class pack"
     if isinstance(value, str) and binding.interface in _QUOTED:
         return f'"{value}"'
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))  # a budget of 19400, not 19400.0
     return str(value)
 
 

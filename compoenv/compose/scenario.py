@@ -177,7 +177,11 @@ def _restated(walker: ScenarioWalker, spec: ToolSpec) -> list[Binding] | None:
         param = slot.path[0]
         if not slot.required or len(slot.path) != 1:
             continue
-        value = next((v for role, v in reversed(said.get(slot.interface, []))
+        stated = said.get(slot.interface, [])
+        if slot.interface == "Date":  # the day of a stated time: the health day's date
+            stated = [(r, v[:10]) for r, v in said.get("DateTime", [])
+                      if isinstance(v, str) and len(v) >= 10] + stated
+        value = next((v for role, v in reversed(stated)
                       if compatible(slot.interface, role, slot.role)), MISSING)
         if value is not MISSING:
             restated += 1

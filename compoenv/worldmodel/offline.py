@@ -174,6 +174,11 @@ class _Maker:
             return _person_value(interface, self.world.user)
         if interface == "Money":
             return draw(role, self.rng, title=person.title, city=person.city)
+        if interface in ("Date", "DateTime") and role in _WHEN:
+            low, high = _WHEN[role]  # a show is ahead, a posting behind
+            days = self.rng.randint(low, high)
+            return self.world.date(days) if interface == "Date" else \
+                self.world.at(days, self.rng.randint(8, 18))
         return None
 
     def record(self, schema: dict[str, Any], noun: str = "",
@@ -213,6 +218,7 @@ class _Maker:
                 out[key] = self.make(branch if key not in self.params else
                                      self.with_param_enum(branch, key), key, anyone)
         self.where, self.topic = outer, topic
+        self.site_owner(out, plan, echoed)
         for key, role in plan.links:
             if key not in echoed and key not in self.args:
                 link = self.link(role, out, plan, who)
@@ -221,6 +227,24 @@ class _Maker:
         if plan.invariants or aim.asks:
             settle(out, plan, aim, self.args, set(echoed), self.rng)
         return out
+
+    def site_owner(self, record: dict[str, Any], plan: RecordPlan,
+                   echoed: dict[str, Any]) -> None:
+        """A record found by a website names the website's owner: the analytics site of
+        www.juniperfoods.com is Juniper Foods's."""
+        site = next((record[k] for k, role in plan.links
+                     if role == "website" and k in echoed and isinstance(record[k], str)), None)
+        if site is None:
+            return
+        owner = self.world.owner_of(site.split("/")[2] if site.count("/") >= 2 else site)
+        if owner is None:
+            return
+        for key, (kind, interface, role) in plan.slots.items():
+            if (interface == "OrganizationName" and kind == "string" and key not in echoed
+                    and role != "publisher" and (role not in BUSINESS_KINDS
+                                                 or getattr(owner, "kind", None) == role)
+                    and _fits(owner.name, plan.index[key][3], memo=False)):
+                record[key] = owner.name
 
     def link(self, role: str | None, record: dict[str, Any], plan: RecordPlan,
              who: dict[str, Entity]) -> str | None:
@@ -744,6 +768,14 @@ def _spread(rng: random.Random, low: float, high: float) -> float:
     return low + math.expm1(rng.uniform(0.0, math.log1p(high - low)))
 
 
+# days from today a date of the role falls on: what is booked lies ahead, what was written
+# lies behind (a due date may be either: a bill can be overdue)
+_WHEN: dict[str, tuple[int, int]] = {
+    **dict.fromkeys(("event_date", "departure", "arrival", "check_in", "check_out",
+                     "appointment", "renewal_date", "expiry"), (1, 30)),
+    **dict.fromkeys(("created", "posted", "issue_date", "application_date", "updated"),
+                    (-30, -1)),
+}
 _STAFF = frozenset({"press", "maintainer"})  # roles of people who work where the record says
 
 
