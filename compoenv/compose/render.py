@@ -238,13 +238,16 @@ def _people(spec: ToolSpec, walk: Walk, bindings: list[Binding], template: str,
     (``_who``), unless two of them would then read alike ("book the hotel for the guest
     (the guest)") or the phrase asks for the value itself ("whose email is ...")."""
     out: dict[str, str] = {}
+    if not any(b.source is not None and b.interface in _WHO for b in bindings):
+        return out
     slots = {s.path[0]: s for s in spec.inputs if len(s.path) == 1}
     # a call's name and email of one person: "for Ana Kim (the guest's email)", never
     # "for Ana Kim (the guest)"
     groups = Counter(person_group(slots[b.param]) for b in bindings
                      if b.param in slots and slots[b.param].interface in _WHO)
     for b in bindings:
-        if b.source is None or (spec.qualified_name, b.param) in walk.shown:
+        if b.source is None or b.interface not in _WHO or (
+                spec.qualified_name, b.param) in walk.shown:
             continue
         if b.param in slots and groups[person_group(slots[b.param])] > 1:
             continue

@@ -190,6 +190,10 @@ class Walker:
                 _key(b.value) for s in self.walk.steps[:source + 1] for b in s.bindings}
             options = [(e, v) for e, v in self._options(source, accept)
                        if _key(v.value) not in asked]
+            if need_report and len(self._visited) < self.min_services:
+                # the last call of a walk still short of services must reach a new one:
+                # one more in the same service could only be rejected
+                options = [(e, v) for e, v in options if e.target_service not in self._visited]
             weights = self._weights([e for e, _ in options])
             while options and tried < self.attempts:
                 tried += 1
