@@ -340,3 +340,20 @@ def test_the_env_composes_scenario_tasks_and_the_oracle_completes_them() -> None
         assert env.task.scenario and episode["meta"]["score"] == 1.0
     with pytest.raises(ScenarioError, match="Unknown scenario"):
         CompoWorldEnv(scenarios=["no_such_job"])
+
+
+def test_a_repeated_payment_sends_the_payments_value_never_its_fee() -> None:
+    composer = Composer(config=ComposerConfig(scenarios=("recurring_donation_deduction",),
+                                              difficulty=(("hard", 1.0),)))
+    sends = 0
+    for seed in range(40):
+        try:
+            _, walk = composer._build(seed)
+        except Rejected:
+            continue
+        for step in walk.steps:
+            for b in step.bindings:
+                if step.spec.name == "send_payment" and b.param == "value" and b.source is not None:
+                    sends += 1
+                    assert b.path[-1] == "value", b.path
+    assert sends

@@ -174,6 +174,12 @@ def record_arguments(spec: ToolSpec, service: Service, rng: random.Random,
     if not records:
         return None
     required = [s for s in spec.inputs if s.required and len(s.path) == 1]
+    # a day a user asks about lies ahead ("my events on ..." to clear, a flight to book),
+    # unless the slot looks back (spending since, a pay date): a past record is a last resort
+    ahead = [s.path[0] for s in required if s.interface in ("Date", "DateTime")
+             and s.role not in _LOOKS_BACK]
+    today = service.world.today.isoformat()
+    fallback = None
     for _ in range(tries):
         record = rng.choice(records)
         data = record.model_dump(mode="json")
@@ -193,8 +199,14 @@ def record_arguments(spec: ToolSpec, service: Service, rng: random.Random,
             args[param] = value[:10] if slot.interface == "Date" and isinstance(value, str) \
                 else value
         else:
-            return args
-    return None
+            if all(str(args[p])[:10] >= today for p in ahead):
+                return args
+            fallback = fallback or args
+    return fallback
+
+
+_LOOKS_BACK = frozenset({"since", "period", "created", "posted", "updated", "issue_date",
+                         "application_date", "pay_date"})
 
 
 def record_value(service: Service, interface: str, rng: random.Random) -> Any:

@@ -190,6 +190,7 @@ class Walker:
                 _key(b.value) for s in self.walk.steps[:source + 1] for b in s.bindings}
             options = [(e, v) for e, v in self._options(source, accept)
                        if _key(v.value) not in asked]
+            options = self._own_roles_first(options)
             if need_report and len(self._visited) < self.min_services:
                 # the last call of a walk still short of services must reach a new one:
                 # one more in the same service could only be rejected
@@ -265,6 +266,21 @@ class Walker:
                 options.extend((e, value) for e in edges if e.target not in used
                                and (allowed is None or e.target_service in allowed))
         return options
+
+    def _own_roles_first(self, options: list[tuple[Edge, Value]]) -> list[tuple[Edge, Value]]:
+        """Where one step offers several values for a parameter, the value of the
+        parameter's own role: a payment's value sends the next payment, not its fee."""
+        if len(options) < 2:
+            return options
+        roles = [self.graph.memo(("role", e.target, e.param), lambda e=e: next(
+            (s.role for s in self.graph.specs[e.target].inputs if s.path == (e.param,)),
+            None)) for e, _ in options]
+        own = {(e.target, e.param) for (e, v), role in zip(options, roles)
+               if role is not None and v.slot.role == role}
+        if not own:
+            return options
+        return [(e, v) for (e, v), role in zip(options, roles)
+                if (e.target, e.param) not in own or v.slot.role == role]
 
     def _weights(self, edges: list[Edge]) -> list[float]:
         bias = self.cross_bias
