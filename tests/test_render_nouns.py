@@ -83,3 +83,13 @@ def test_a_carried_id_reads_as_that_noun(template, param, expected):
     from compoenv.compose.render import _that
 
     assert _that(template, param) == expected
+
+
+def test_the_employers_possessive_reads_as_english():
+    from compoenv.compose.labels import with_employer
+
+    line = "I research companies for {employer}'s investment committee."
+    assert with_employer(line, "Quarry Labs") == (
+        "I research companies for Quarry Labs' investment committee.")
+    assert with_employer(line, "Acme Media") == (
+        "I research companies for Acme Media's investment committee.")

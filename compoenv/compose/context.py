@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 
+from compoenv.compose.labels import with_employer
 from compoenv.world import Person
 
 __all__ = ["CONTEXTS", "context_line"]
@@ -43,4 +44,4 @@ def context_line(domain: str, user: Person, seed: int) -> str | None:
     if not lines:
         return None
     line = random.Random(f"context:{seed}").choice(lines)
-    return line.format(employer=user.employer)
+    return with_employer(line, user.employer)

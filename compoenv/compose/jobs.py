@@ -8,6 +8,7 @@ from typing import Any
 
 from compoenv.compose import house_rules as hr
 from compoenv.compose.difficulty import estimate
+from compoenv.compose.labels import with_employer
 from compoenv.compose.records import Rejected, Walk, capabilities
 from compoenv.compose.render import render_instruction
 from compoenv.compose.reports import choose_reports
@@ -107,7 +108,7 @@ def job_task(composer: Any, seed: int, verify: bool, rng: random.Random, world: 
                            drop=sorted(at[a] for a in d.added),
                            replace=_replacements(walk, d.changes, at)))
              for i, (d, ids) in enumerate(zip(walk.house, rule_ids(rubric, owned)))]
-    context = " ".join([rng.choice(scenario.persona).format(employer=world.user.employer),
+    context = " ".join([with_employer(rng.choice(scenario.persona), world.user.employer),
                         scenario.goal])
     tags = capabilities(walk) + ["long-horizon"] * (len(walk.steps) >= 8) + [
         "decoy"] * any(d.kind == "never" for d in walk.house)

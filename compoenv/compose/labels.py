@@ -16,7 +16,7 @@ import inflect
 
 from compoenv.roles import ROLES
 
-__all__ = ["FIELD_LABELS", "field_label", "plural", "singular", "with_article", "words",
+__all__ = ["FIELD_LABELS", "field_label", "with_employer", "plural", "singular", "with_article", "words",
            "enum_words", "fix_articles"]
 
 _ENGINE = inflect.engine()
@@ -153,3 +153,11 @@ def enum_words(value: Any, schema: dict[str, Any] | None) -> str:
     if isinstance(labels, dict) and str(value) in labels:
         return str(labels[str(value)])
     return str(value).replace("_", " ")
+
+
+def with_employer(line: str, employer: str) -> str:
+    """A persona or context line with the user's employer filled in; its possessive is
+    "Quarry Labs'", not "Quarry Labs's"."""
+    if employer.endswith("s"):
+        line = line.replace("{employer}'s", "{employer}'")
+    return line.format(employer=employer)
