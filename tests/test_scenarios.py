@@ -277,6 +277,13 @@ def test_untagged_spec_ids_join_only_tools_of_their_own_service() -> None:
     assert all(e.target_service == "events_tickets" for e in edges)
 
 
+def _composer_for(scenario: dict[str, object]) -> Composer:
+    """A composer of hard tasks of this one scenario."""
+    pool = ScenarioRegistry([Scenario.model_validate(scenario)])
+    return Composer(config=ComposerConfig(scenarios=(str(scenario["name"]),),
+                                          difficulty=(("hard", 1.0),)), scenarios=pool)
+
+
 def test_per_item_stated_values_are_the_ones_the_request_shows() -> None:
     scenario = {
         "name": "invite_a_client_team", "domain": "sales ops",
@@ -289,9 +296,7 @@ def test_per_item_stated_values_are_the_ones_the_request_shows() -> None:
              "args": {"subject": "Join us on Thursday", "body": "We'd love to see you there."}},
         ],
         "rules": [], "report": [0, 1]}
-    pool = ScenarioRegistry([Scenario.model_validate(scenario)])
-    composer = Composer(config=ComposerConfig(scenarios=("invite_a_client_team",),
-                                              difficulty=(("hard", 1.0),)), scenarios=pool)
+    composer = _composer_for(scenario)
     task = composer.sample(0)
     sends = [c for c in task.solution if c.name == "email__send_email"]
     assert len(sends) >= 2 and all(c.arguments["subject"] == "Join us on Thursday"
@@ -318,9 +323,7 @@ def test_a_report_names_the_last_record_of_its_kind() -> None:
              "args": {"title": "Purchase log", "content": "Two supplies reordered."}},
         ],
         "rules": [], "report": [1, 3]}
-    pool = ScenarioRegistry([Scenario.model_validate(scenario)])
-    composer = Composer(config=ComposerConfig(scenarios=("two_kinds_of_supplies",),
-                                              difficulty=(("hard", 1.0),)), scenarios=pool)
+    composer = _composer_for(scenario)
     for seed in range(8):
         task, walk = composer._build(composer.sample(seed).walk_seed)
         kinds = [s.spec.name for s in walk.steps]

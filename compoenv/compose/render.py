@@ -146,7 +146,9 @@ def _that(template: str, param: str) -> str:
 
 def phrase(spec: ToolSpec, walk: Walk, bindings: list[Binding]) -> str:
     """The tool's phrase with its arguments filled in: stated values, or references."""
-    bindings = [_first_said(walk, b) or b for b in bindings]
+    if any(b.source is not None for b in bindings):
+        items = _items_used(walk)
+        bindings = [_first_said(walk, b, items) or b for b in bindings]
     template = spec.phrase or f"use {spec.qualified_name} ({spec.description.rstrip('.')})"
     for b in bindings:  # "cancel hotel reservation {id}" -> "cancel that hotel reservation"
         if _identifies(b):
@@ -194,7 +196,16 @@ _SAID_AGAIN = frozenset({"OrganizationName", "PersonName", "EmailAddress", "City
                          "DateTime", "StreetAddress"})
 
 
-def _first_said(walk: Walk, binding: Binding) -> Binding | None:
+def _items_used(walk: Walk) -> dict[int, set[str]]:
+    """The list items later steps used ("#2"), per list step."""
+    items: dict[int, set[str]] = {}
+    for b in (b for s in walk.steps for b in s.bindings):
+        if b.source is not None and b.path[:1] and b.path[0][:1] == "#":
+            items.setdefault(b.source, set()).add(b.path[0])
+    return items
+
+
+def _first_said(walk: Walk, binding: Binding, items: dict[int, set[str]]) -> Binding | None:
     """A carried value as the request first gave it: stated ("on 2026-03-20", not "on the
     table's date") or found by an earlier step ("at the restaurant", not "at the table's
     restaurant"); None when it comes first from its own source. Only values one record
@@ -203,10 +214,6 @@ def _first_said(walk: Walk, binding: Binding) -> Binding | None:
     if (source is None or binding.interface not in _SAID_AGAIN or not isinstance(value, str)
             or not value or binding.path[:1] == ("*",)):
         return None
-    items: dict[int, set[str]] = {}  # the list items later steps used, per list step
-    for b in (b for s in walk.steps for b in s.bindings):
-        if b.source is not None and b.path[:1] and b.path[0][:1] == "#":
-            items.setdefault(b.source, set()).add(b.path[0])
     if binding.path[0][:1] == "#" and len(items.get(source, ())) != 1:
         return None  # one item of several the request goes through
     for step in walk.steps[:source + 1]:
