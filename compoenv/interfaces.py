@@ -152,7 +152,7 @@ class Contact(Entity):
     email: Annotated[EmailAddress, Role("contact")]
     phone: Annotated[PhoneNumber, Role("contact")]
     company: Annotated[OrganizationName, Role("employer")]
-    title: JobTitle
+    title: Annotated[JobTitle, Role("job_title")]
     city: Annotated[City, Role("home_city")]
     address: Address
     birthday: Annotated[Date, Role("birthday")]

@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 import random
 
-__all__ = ["RANGES", "draw", "plausible", "salary_for", "fare_between", "distance_km"]
+__all__ = ["RANGES", "PERCENTAGES", "draw", "percentage", "plausible", "salary_for",
+           "fare_between", "distance_km"]
 
 # role -> (low, high, rounding step): the range a value of that role takes (money in the
 # world's currency units)
@@ -102,6 +103,28 @@ def draw(role: str | None, rng: random.Random, *, title: str | None = None,
     else:
         value = rng.uniform(low, high)
     return _round(value, step)
+
+
+# a percentage's range by what its field measures (the first word that names it wins):
+# (word, low, high, rounding step); anything else spans 0-100
+PERCENTAGES: tuple[tuple[str, float, float, float], ...] = (
+    ("federal", 10, 37, 1), ("state_rate", 0, 13, 0.5), ("sales_tax", 0, 10, 0.25),
+    ("vat", 5, 27, 1), ("marginal", 10, 45, 1), ("top_income", 20, 55, 1),
+    ("effective", 5, 35, 0.5), ("penalty", 1, 10, 0.5), ("click_through", 0.3, 12, 0.1),
+    ("conversion", 0.5, 15, 0.1), ("bounce", 20, 80, 0.1), ("exit", 10, 70, 0.1),
+    ("completion", 40, 100, 1), ("confidence", 60, 100, 1), ("satisfaction", 55, 99, 1),
+    ("dividend", 0.5, 7, 0.01), ("five_star", 20, 85, 1), ("probability", 5, 95, 1),
+    ("share", 1, 60, 0.1), ("allocation", 10, 100, 10),
+)
+
+
+def percentage(field: str, rng: random.Random) -> float:
+    """A plausible percentage for a field named ``field``: a federal tax rate of 10-37, a
+    click-through rate of a few percent, a satisfaction score of 55-99."""
+    name = field.lower()
+    low, high, step = next(((lo, hi, st) for word, lo, hi, st in PERCENTAGES if word in name),
+                           (0, 100, 1))
+    return _round(rng.uniform(low, high), step)
 
 
 def plausible(role: str | None, value: float) -> bool:

@@ -81,6 +81,7 @@ ROLES: dict[str, tuple[str, ...]] = {
         "event_date", "application_date", "created", "updated", "posted", "expiry",
         "renewal_date", "since", "period",
     ),
+    "job": ("position", "job_title", "job"),
 }
 KIND_OF: dict[str, str] = {role: kind for kind, roles in ROLES.items() for role in roles}
 
@@ -88,14 +89,14 @@ KIND_OF: dict[str, str] = {role: kind for kind, roles in ROLES.items() for role 
 ROLE_INTERFACES: dict[str, str] = {
     "PersonName": "person", "EmailAddress": "person", "PhoneNumber": "person",
     "OrganizationName": "organization", "Money": "money", "City": "place", "Date": "date",
-    "DateTime": "date", "Url": "link",
+    "DateTime": "date", "Url": "link", "JobTitle": "job",
 }
 IDENTITY = frozenset({"PersonName", "EmailAddress", "PhoneNumber"})  # fields of one person
 
 # inputs any value of their kind may fill: anyone may be messaged, added as a contact or asked
 # to a meeting; any city has weather and restaurants; any day can be looked up
 AGNOSTIC = frozenset({"recipient", "contact", "attendee", "location", "date", "company",
-                      "bookmark"})
+                      "bookmark", "job"})
 
 _PEOPLE = frozenset(ROLES["person"]) - {"self"}
 _PAID = frozenset({"amount_due", "price", "fee", "total", "fare", "rent", "premium", "cost",
@@ -248,6 +249,10 @@ FEEDS: dict[str, frozenset[str]] = {
     "receipt": frozenset({"receipt", "document"}),
     "code": frozenset(), "resume": frozenset(), "profile": frozenset(), "report": frozenset(),
     "payment_link": frozenset(),
+    # jobs: a role one is hired into (an opening, the position applied for, an offer) is not
+    # the title someone holds now; a salary benchmark is for any job
+    "position": frozenset({"position"}),
+    "job_title": frozenset({"job_title"}),
 }
 
 
@@ -370,6 +375,9 @@ _LINK_WORDS: tuple[tuple[str, str], ...] = (
 )
 
 
+_POSITION_WORDS = ("position", "opening", "vacancy", "requisition", "hire", "offer")
+
+
 def infer_role(interface: str, name: str, context: str | None = None) -> str | None:
     """A role for a slot from its field name (and, for identity fields, the role of the
     object it sits in): the table importers use. None when nothing fits."""
@@ -388,6 +396,8 @@ def infer_role(interface: str, name: str, context: str | None = None) -> str | N
         stem = re.sub(r"_?name$", "", field)
         return _ORG_WORDS.get(stem) or _ORG_WORDS.get(stem.split("_")[0]) or (
             context if KIND_OF.get(context or "") == "organization" else None)
+    if kind == "job":
+        return "position" if any(w in field for w in _POSITION_WORDS) else "job_title"
     table = {"money": _MONEY_WORDS, "place": _CITY_WORDS, "date": _DATE_WORDS,
              "link": _LINK_WORDS}.get(kind or "")
     if table is None:
@@ -409,6 +419,7 @@ ROLE_LABELS: dict[str, str] = {
     "check_out": "check-out date", "pay_date": "pay date", "event_date": "date",
     "application_date": "application date", "renewal_date": "renewal date",
     "expiry": "expiry date", "press": "press contact", "period": "period",
+    "job_title": "job title",
 }
 
 

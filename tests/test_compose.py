@@ -240,3 +240,18 @@ def test_oracle_solves_every_task_of_a_500_task_set_in_both_modes():
 ])
 def test_a_leak_is_a_value_standing_as_a_whole_word(value, text, found):
     assert appears(value, text) is found
+
+
+def test_a_field_only_one_of_several_items_has_is_no_value_of_the_list():
+    """Two events, one with an attendee: "the event's attendees" would not say whose."""
+    from compoenv.compose.steps import single_values
+    from compoenv.registry import Registry
+
+    spec = Registry.default().spec("calendar__list_events")
+    two = [{"id": "EV-1", "title": "Coffee", "start": "2026-03-18T10:00",
+            "duration_minutes": 30, "location": "Lisbon", "attendees": ["a.b@acme.com"]},
+           {"id": "EV-2", "title": "Dentist", "start": "2026-03-18T15:00",
+            "duration_minutes": 90, "location": "Lisbon", "attendees": []}]
+    assert single_values(0, spec, two) == []
+    one = single_values(0, spec, two[:1])
+    assert ("*", "attendees", "*") in {v.slot.path for v in one}

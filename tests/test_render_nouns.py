@@ -58,7 +58,7 @@ def test_a_carried_name_or_email_reads_as_whom_it_belongs_to():
         Binding("subject", "Hi", interface="EmailSubject"),
         Binding("body", "Hello", interface="Text")])
     assert email.startswith("send an email to the candidate with subject")
-    # the candidate's name and email in one call would both read "the candidate": neither is cut
+    # the candidate's name and email in one call read once, as the candidate
     hotel = Step(registry.spec("hotels__search_hotels"), [Binding("city", "Oslo")])
     walk = Walk(steps=[repos, candidate, hotel])
     booked = phrase(registry.spec("hotels__book_hotel"), walk, [
@@ -66,7 +66,15 @@ def test_a_carried_name_or_email_reads_as_whom_it_belongs_to():
         Binding("guest", "Ana Kim", 1, ("name",), "PersonName"),
         Binding("guest_email", "ana.kim@acme.com", 1, ("email",), "EmailAddress"),
         Binding("check_in", "2026-03-20", interface="Date"), Binding("nights", 2)])
-    assert "for the candidate's name (the candidate's email)" in booked
+    assert booked == "book that hotel for the candidate from 2026-03-20 for 2 nights"
+    # a name and an email of two records are each named by their own
+    booked = phrase(registry.spec("hotels__book_hotel"), walk, [
+        Binding("hotel_id", "H-1", 2, ("#0", "id"), "HotelId"),
+        Binding("guest", "Ana Kim", 1, ("name",), "PersonName"),
+        Binding("guest_email", "jo.lee@acme.com", 0, ("#1", "maintainer_email"),
+                "EmailAddress"),
+        Binding("check_in", "2026-03-20", interface="Date"), Binding("nights", 2)])
+    assert "for the candidate's name (the repository's maintainer's email)" in booked
 
 
 @pytest.mark.parametrize("template, param, expected", [

@@ -41,6 +41,9 @@ def test_every_role_in_the_table_is_in_the_vocabulary():
     ("EmailAddress", None, "recipient", True),           # untagged: only agnostic sinks
     ("EmailAddress", None, "customer", False),
     ("EmailAddress", "customer", None, False),           # an untagged input takes nothing
+    ("JobTitle", "position", "position", True),          # an offer for the role applied for
+    ("JobTitle", "job_title", "position", False),        # not for the title held now
+    ("JobTitle", "job_title", "job", True),              # a salary benchmark for any title
 ])
 def test_compatibility(interface, out_role, in_role, fits):
     assert compatible(interface, out_role, in_role) is fits
@@ -64,6 +67,8 @@ def test_compatibility(interface, out_role, in_role, fits):
     ("Url", "website", None, "website"),
     ("Url", "landing_page", None, "page"),
     ("PostalCode", "postal_code", None, None),
+    ("JobTitle", "position", None, "position"),
+    ("JobTitle", "current_title", None, "job_title"),
 ])
 def test_roles_are_inferred_from_names(interface, name, context, role):
     assert infer_role(interface, name, context) == role

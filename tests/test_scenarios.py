@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from typing import Iterator
 
 import pytest
 from click.testing import CliRunner
@@ -12,6 +13,7 @@ from click.testing import CliRunner
 from compoenv.cli import main
 from compoenv.compose import Composer, ComposerConfig
 from compoenv.compose.difficulty import DifficultyMix, curriculum, estimate, level
+from compoenv.compose.records import Binding, Step, Walk
 from compoenv.compose.verify import _ignoring, replay, verify_task
 from compoenv.compose.walk import Rejected
 from compoenv.registry import Registry
@@ -327,9 +329,11 @@ def test_a_report_names_the_last_record_of_its_kind() -> None:
     for seed in range(8):
         task, walk = composer._build(composer.sample(seed).walk_seed)
         kinds = [s.spec.name for s in walk.steps]
-        for b in walk.reports:  # "the product's price" is the kitchen product's
+        for b, ask in zip(walk.reports, walk.asks):  # "the product's price" is the kitchen's
             same = [i for i, k in enumerate(kinds) if k == kinds[b.source]]
             assert b.source == same[-1], (task.instruction, b)
+            if kinds[b.source] == "cheapest_in_category":  # after the office one
+                assert ask.startswith("the second product's"), ask
 
 
 def test_the_env_composes_scenario_tasks_and_the_oracle_completes_them() -> None:
@@ -345,18 +349,51 @@ def test_the_env_composes_scenario_tasks_and_the_oracle_completes_them() -> None
         CompoWorldEnv(scenarios=["no_such_job"])
 
 
-def test_a_repeated_payment_sends_the_payments_value_never_its_fee() -> None:
-    composer = Composer(config=ComposerConfig(scenarios=("recurring_donation_deduction",),
+def _bindings(scenario: str, seeds: int) -> Iterator[tuple[Walk, Step, Binding]]:
+    """Every binding of the walks this scenario builds from the first ``seeds`` seeds."""
+    composer = Composer(config=ComposerConfig(scenarios=(scenario,),
                                               difficulty=(("hard", 1.0),)))
-    sends = 0
-    for seed in range(40):
+    for seed in range(seeds):
         try:
             _, walk = composer._build(seed)
         except Rejected:
             continue
         for step in walk.steps:
             for b in step.bindings:
-                if step.spec.name == "send_payment" and b.param == "value" and b.source is not None:
-                    sends += 1
-                    assert b.path[-1] == "value", b.path
+                yield walk, step, b
+
+
+def test_a_repeated_payment_sends_the_payments_value_never_its_fee() -> None:
+    sends = 0
+    for _, step, b in _bindings("recurring_donation_deduction", 40):
+        if step.spec.name == "send_payment" and b.param == "value" and b.source is not None:
+            sends += 1
+            assert b.path[-1] == "value", b.path
     assert sends
+
+
+@pytest.mark.parametrize("name", ["candidate_offer", "offer_to_payroll", "cohort_offers"])
+def test_an_offer_is_for_the_position_applied_for_and_payroll_takes_it(name) -> None:
+    """Never the candidate's current title, nor a salary benchmark's."""
+    offers = 0
+    for walk, step, b in _bindings(name, 30):
+        if (step.spec.name, b.param) in (("create_offer", "position"), ("add_employee", "title")):
+            offers += step.spec.name == "create_offer"
+            source = walk.steps[b.source].spec if b.source is not None else None
+            assert source is not None and source.service == "recruiting", b
+            assert b.path[-1] == "position", (step.spec.name, b.path)
+    assert offers >= 10
+
+
+@pytest.mark.parametrize("tool, key, thing", [
+    ("insurance__list_claims", "policy_id", "policy"),  # a claim carries its policy's id
+    ("crm__search_leads", "id", "lead"),
+    ("events_tickets__search_events", "event_id", "event"),
+])
+def test_a_decoy_is_named_by_what_its_key_identifies(tool, key, thing) -> None:
+    from compoenv.compose.house_rules import _item_key, _key_noun
+    from compoenv.registry import Registry
+
+    spec = Registry.default().spec(tool)
+    slot = _item_key(spec)
+    assert slot is not None and slot.path[1] == key and _key_noun(spec, slot) == thing

@@ -571,3 +571,22 @@ def test_the_fit_memo_never_holds_an_argument():
             branch(params(spec)[k]) else v for k, v in args.items()}
         REGISTRY.get(spec.service).create(WORLD).call(spec.name, args)
     assert not any(marker in str(key) for key in _FITS)
+
+
+def test_percentages_take_the_range_of_what_they_measure():
+    """A federal tax rate is 10-37, a click-through rate a few percent, not any of 0-100."""
+    from compoenv.magnitudes import PERCENTAGES
+
+    ranges = {word: (low, high) for word, low, high, _ in PERCENTAGES}
+    seen = 0
+    for spec in SPECS.values():
+        for args, data in calls(spec):
+            for tags, values, _ in records(spec.returns, data):
+                for key, (_, interface, _) in tags.items():
+                    word = next((w for w in ranges if w in key), None)
+                    if interface != "Percentage" or word is None or key not in values:
+                        continue
+                    low, high = ranges[word]
+                    assert low <= values[key] <= high, (spec.qualified_name, key, values[key])
+                    seen += 1
+    assert seen >= 20

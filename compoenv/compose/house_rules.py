@@ -25,7 +25,7 @@ from compoenv.compose.render import NAMED, noun, reference, words
 from compoenv.compose.rubric import answer_text
 from compoenv.compose.steps import as_list_path
 from compoenv.reward import record_dict, same_value
-from compoenv.schema import extract
+from compoenv.schema import Slot, extract
 from compoenv.service import ToolSpec
 from compoenv.task import Call, Criterion, OrderCriterion, StateCriterion, UnchangedCriterion
 from compoenv.worldmodel.base import SimState
@@ -343,6 +343,25 @@ def ordering(walker: Any, rng: random.Random) -> Draft | None:
     return None
 
 
+def _item_key(spec: ToolSpec) -> Slot | None:
+    """The id-like field of a list's items that names them: the item's own id ("id",
+    "<noun>_id") before another record's id it carries (a claim's ``policy_id``)."""
+    own = {"id", noun(spec).replace(" ", "_") + "_id"}
+    keys = [slot for slot in spec.outputs if slot.path[:1] == ("*",) and len(slot.path) == 2
+            and _id_like(slot.interface, slot.path)]
+    keys.sort(key=lambda slot: slot.path[1] not in own)
+    return keys[0] if keys else None
+
+
+def _key_noun(spec: ToolSpec, slot: Slot) -> str:
+    """What the key ``slot`` names: the list's item for its own id, else the record the id
+    is of (a claim's ``policy_id`` names a policy)."""
+    field = slot.path[1]
+    if field.endswith("_id") and field != noun(spec).replace(" ", "_") + "_id":
+        return field.removesuffix("_id").replace("_", " ")
+    return noun(spec)
+
+
 def never(walker: Any, picks: list[tuple[int, int]], rng: random.Random) -> Draft | None:
     """A near-duplicate the job must not touch: an item of a list the job picked another
     item of, or a record sharing a person or company with one the job changes."""
@@ -352,16 +371,14 @@ def never(walker: Any, picks: list[tuple[int, int]], rng: random.Random) -> Draf
     options: list[tuple[str, str, str, str]] = []  # (service, collection, key, what it is)
     for index, picked in picks:
         step = walk.steps[index]
-        for slot in step.spec.outputs:
-            if slot.path[:1] != ("*",) or len(slot.path) != 2 or not _id_like(slot.interface,
-                                                                                 slot.path):
-                continue
-            for k, item in enumerate(step.result):
-                key = item.get(slot.path[1]) if isinstance(item, dict) else None
-                if k != picked and isinstance(key, str) and key not in touched \
-                        and key not in carried:
-                    options.append((step.spec.service, "*", key, noun(step.spec)))
-            break
+        slot = _item_key(step.spec)
+        if slot is None:
+            continue
+        for k, item in enumerate(step.result):
+            key = item.get(slot.path[1]) if isinstance(item, dict) else None
+            if k != picked and isinstance(key, str) and key not in touched \
+                    and key not in carried:
+                options.append((step.spec.service, "*", key, _key_noun(step.spec, slot)))
     for index, effects in walk.effects.items():
         service = walk.steps[index].spec.service
         state = session.state(service)

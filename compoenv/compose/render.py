@@ -165,11 +165,13 @@ def phrase(spec: ToolSpec, walk: Walk, bindings: list[Binding]) -> str:
                 template = re.sub(r"(?<!titled )(?<!called )(?<!named )%s" % re.escape(slot),
                                   f"a {kind} titled {slot}", template)
     template, said = _one_source(template, bindings, walk)
+    template, whole = _one_person(template, bindings, walk)
+    said = said | whole.keys()
     fields = {name for _, name, _, _ in string.Formatter().parse(template) if name}
     values: dict[str, str] = {}
     extras = []
     props = spec.parameters.get("properties", {})
-    shorter = _people(spec, walk, bindings, template)
+    shorter = {**_people(spec, walk, bindings, template), **whole}
     for b in bindings:
         if (spec.qualified_name, b.param) in walk.shown:  # a house rule says what goes here
             shown = walk.shown[(spec.qualified_name, b.param)]
@@ -193,7 +195,7 @@ def phrase(spec: ToolSpec, walk: Walk, bindings: list[Binding]) -> str:
 # what a record says again of something the request named or found first: its name, its
 # city, its day (amounts are left alone: an equal figure may still be another amount)
 _SAID_AGAIN = frozenset({"OrganizationName", "PersonName", "EmailAddress", "City", "Date",
-                         "DateTime", "StreetAddress"})
+                         "DateTime", "StreetAddress", "JobTitle"})
 
 
 def _items_used(walk: Walk) -> dict[int, set[str]]:
@@ -291,6 +293,26 @@ def _one_source(template: str, bindings: list[Binding], walk: Walk,
         return (template[:m.start()] + "{%s} (with their %s from that %s)" % (lead, listed, noun_)
                 + template[m.end():]), frozenset(inner)
     return template, frozenset()
+
+
+def _one_person(template: str, bindings: list[Binding], walk: Walk,
+                ) -> tuple[str, dict[str, str]]:
+    """"for {name} ({email})" with both the name and the email of one found person reads "for
+    the contact": they are said once, by whom they belong to. Returns the template and, for
+    the name's parameter, how it reads (the email's parameter is then no longer named)."""
+    found = {b.param: b for b in bindings if b.source is not None}
+    for m in _ASIDE.finditer(template):
+        name, email = found.get(m.group(1)), found.get(m.group(2).strip("{}"))
+        if (name is None or email is None or m.group(2) != "{%s}" % email.param
+                or (name.interface, email.interface) != ("PersonName", "EmailAddress")
+                or name.source != email.source or name.path[:-1] != email.path[:-1]):
+            continue
+        producer = walk.steps[name.source].spec
+        who = _who(producer, name, reference(producer, name.path, name.interface))
+        if who is not None:
+            return (template[:m.start()] + "{%s}" % name.param + template[m.end():],
+                    {name.param: who, email.param: who})
+    return template, {}
 
 
 def _plain_schema(schema: dict | None) -> dict | None:

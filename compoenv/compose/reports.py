@@ -74,7 +74,8 @@ def choose_reports(walker: Walker, low: int, high: int) -> None:
         picked.pop()
     picked.sort(key=lambda v: v.step)
     reports = [(Binding("answer", v.value, v.step, v.slot.path, v.slot.interface),
-                _ask(walk.steps[v.step].spec, v.slot.path, v.slot.interface))
+                _nth(_ask(walk.steps[v.step].spec, v.slot.path, v.slot.interface),
+                     _records_before(walk, nouns, v.step)))
                for v in picked] + totals[:1]
     if len(reports) < low:
         raise Rejected("nothing_to_report", f"{len(reports)} values to report, need {low}",
@@ -98,6 +99,30 @@ def _renamed(walk: Any, nouns: list[str], value: Any) -> bool:
         if not isinstance(result, dict) or extract(result, path) != [value.value]:
             return True  # the paid invoice mark_paid returns is the same invoice: no rename
     return False
+
+
+_ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth")
+
+
+def _records_before(walk: Any, nouns: list[str], step: int) -> int:
+    """How many records of step ``step``'s kind the request looked up before it, each in its
+    own sentence (0 for what a write returned: "the transfer's id" names the one made)."""
+    if not walk.steps[step].spec.read_only:
+        return 0
+    leads = {segment.steps[0] for segment in walk.segments if len(segment.steps) == 1}
+    # a lookup of one record fed by an earlier one of its kind reads that record again ("get
+    # the phone of the restaurant" found by a search)
+    again = {b.source for b in walk.steps[step].bindings} \
+        if isinstance(walk.steps[step].result, dict) else set()
+    return sum(1 for i in range(step) if i in leads and i not in walk.rule_steps | again
+               and walk.steps[i].spec.read_only and nouns[i] == nouns[step])
+
+
+def _nth(ask: str, before: int) -> str:
+    """"the article's city" after an earlier article reads "the second article's city"."""
+    if before == 0 or before >= len(_ORDINALS) or not ask.startswith("the "):
+        return ask
+    return f"the {_ORDINALS[before]} {ask[4:]}"
 
 
 def _totals(walker: Walker) -> list[tuple[Binding, str]]:

@@ -14,7 +14,7 @@ from compoenv.compose.values import MISSING, fresh_value, record_value
 from compoenv.graph import WORDS, Edge, ToolGraph
 from compoenv.interfaces import STATABLE
 from compoenv.magnitudes import plausible
-from compoenv.roles import IDENTITY, compatible
+from compoenv.roles import IDENTITY, ROLE_INTERFACES, compatible
 from compoenv.schema import Slot, extract, is_valid
 from compoenv.service import ToolSpec
 from compoenv.session import Session
@@ -29,10 +29,13 @@ _DULL = frozenset({"CurrencyCode", "CountryCode"})  # too guessable to be worth 
 
 
 def single_values(step_index: int, spec: ToolSpec, data: Any) -> list[Value]:
-    """Output values that resolve to exactly one value (a list of one item counts)."""
+    """Output values that resolve to exactly one value (a list of one item counts; a field
+    only one item of several has is no one value of the list: "the event's attendees" when
+    one of two events has any)."""
     out = []
+    several = isinstance(data, list) and len(data) > 1
     for slot in spec.outputs:
-        if slot.kind in ("object", "array"):
+        if slot.kind in ("object", "array") or (several and slot.path[:1] == ("*",)):
             continue
         found = extract(data, slot.path)
         if len(found) == 1 and found[0] not in (None, "", []):
@@ -141,6 +144,10 @@ def bind(spec: ToolSpec, edge: Edge, value: Value, available: list[Value],
                                         else person_of(v.value, world) not in people.values())]
         if slot.role is not None and len(fits) > 1:  # the payment's value pays, not its fee
             fits.sort(key=lambda v: v.slot.role != slot.role)
+        elif slot.interface not in ROLE_INTERFACES and len(fits) > 1:
+            # untagged titles and names: a field of the parameter's own name first (an offer
+            # is for the position the candidate applied for, not their current title)
+            fits.sort(key=lambda v: v.slot.path[-1] != param)
         v = fits[0] if fits else None
         if v is not None:
             if not _accepts(props, param, v.value):

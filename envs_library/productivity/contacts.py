@@ -79,7 +79,7 @@ class Contacts(Service):
 
     @tool(phrase="add {name} ({email}, {title} at {company}, based in {city}) to my contacts")
     def add_contact(self, name: Annotated[PersonName, Role("contact")], email: Annotated[EmailAddress, Role("contact")],
-                    company: Annotated[OrganizationName, Role("employer")], title: JobTitle,
+                    company: Annotated[OrganizationName, Role("employer")], title: Annotated[JobTitle, Role("job_title")],
                     city: Annotated[City, Role("home_city")],
                     phone: Annotated[PhoneNumber, Role("contact")] = "+1 555-000-0000") -> Contact:
         """Add a new contact to the address book."""
