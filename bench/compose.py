@@ -22,7 +22,7 @@ from compoenv.compose.parallel import generate_parallel, settle, worker_composer
 from compoenv.world import World
 
 TARGETS = {
-    "tasks_per_s_per_core_3_5_hops": (">=", 300),
+    "tasks_per_s_per_core_3_5_hops": (">=", 150),  # the realism issue: "stays at least 150"
     "duplicates_in_set": ("<=", 0),
     "share_3plus_services_when_asked": (">=", 0.60),
     "min_motif_share": (">=", 0.10),

@@ -590,3 +590,19 @@ def test_percentages_take_the_range_of_what_they_measure():
                     assert low <= values[key] <= high, (spec.qualified_name, key, values[key])
                     seen += 1
     assert seen >= 20
+
+
+def test_people_found_at_a_company_work_there():
+    """The leads "at Falcon Studios" are Falcon Studios' people (their email is on its domain,
+    and a support profile of them names the same company)."""
+    for name, param in (("crm__search_leads", "company"),
+                        ("social_media__search_profiles", "employer")):
+        spec = SPECS[name]
+        for person in WORLD.people[1:6]:
+            result = REGISTRY.get(spec.service).create(WORLD).call(
+                spec.name, {param: person.employer})
+            assert result["success"], result
+            for item in result["data"]:
+                found = WORLD.person_by_email(item["email"]) if "email" in item else \
+                    WORLD.person(item["name"])
+                assert found is not None and found.employer == person.employer, (name, item)

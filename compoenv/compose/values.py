@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from functools import lru_cache
 from typing import Any, Callable
@@ -248,8 +249,14 @@ def fresh_value(param: str, schema: dict[str, Any], world: World, rng: random.Ra
     if person is not None and interface in _PERSONAL:
         return _PERSONAL[interface](person)
     if interface == "Money" and role is not None:
-        amount = draw(role, rng, title=person.title if person else None,
-                      city=person.city if person else None)
+        low, high = schema.get("minimum", -math.inf), schema.get("maximum", math.inf)
+        for _ in range(4):  # within the tool's own bounds: a daily budget caps lower than a budget
+            amount = draw(role, rng, title=person.title if person else None,
+                          city=person.city if person else None)
+            if amount is None or low <= amount <= high:
+                break
+        else:
+            return MISSING
         if amount is not None:
             return amount
     if interface in _FRESH:

@@ -66,8 +66,8 @@ def verify_task(task: Task, registry: Registry | None = None) -> None:
             ``trivial``, ``optional_sensitive``, ``rule_not_needed``, ``insensitive``).
     """
     text = task.instruction.casefold()
-    for value in task.answer:
-        if value.casefold() in text:
+    for value in task.answer:  # as a word or number: a tax rate of 3 is not in "2026-04-03"
+        if appears(value.casefold(), text):
             raise Rejected("leak", f"answer {value!r} appears in the instruction")
     if not any(c.required for c in task.rubric):
         raise Rejected("no_required")

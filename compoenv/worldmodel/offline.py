@@ -341,6 +341,8 @@ class _Maker:
                 if person is None and _STAFF & {plan.slots[k][2] for k, _ in
                                                 plan.members.get(group, ())}:
                     person = self.staff(plan, echoed)
+                if person is None and group == plan.owner:
+                    person = self.employee(plan, echoed)
                 found[group] = person or self.person(
                     city if group == plan.owner and plan.owner_city else None)
         if plan.business:  # the business asked about, else one of its kind in the city
@@ -359,6 +361,19 @@ class _Maker:
         for name in [*names, self.arg_by_interface.get("OrganizationName")]:
             if isinstance(name, str) and (staff := _employees(self.world).get(name.lower())):
                 return self._untaken(staff, lambda p: p.index)
+        return None
+
+    def employee(self, plan: RecordPlan, echoed: dict[str, Any]) -> Person | None:
+        """Someone who works where the record says its person works (a lead "at Acme" the
+        request asked for is one of Acme's people), while any of them is not yet in the
+        answer."""
+        for key, (_, interface, role) in plan.slots.items():
+            name = echoed.get(key)
+            if interface == "OrganizationName" and role == "employer" and isinstance(name, str):
+                free = [p for p in _employees(self.world).get(name.lower(), ())
+                        if p.index not in self.taken]
+                if free:
+                    return self._untaken(free, lambda p: p.index)
         return None
 
     def named_person(self, plan: RecordPlan, group: str, echoed: dict[str, Any]
