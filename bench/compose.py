@@ -91,7 +91,8 @@ def task_set(n: int, workers: int) -> dict[str, Any]:
     return {
         "set_size": len(tasks), "set_seconds": round(seconds, 2), "set_workers": workers,
         "set_tasks_per_s": round(len(tasks) / seconds, 1),
-        "duplicates_in_set": len(ids) - len(set(ids)) + len(tasks) - len(hashes),
+        "duplicates_in_set": len(ids) - len(set(ids)) + len(tasks) - len(hashes)
+        + len(tasks) - len({t.job_key() for t in tasks}),
         "motif_share": shares, "min_motif_share": min(shares.values()),
         "hops": dict(sorted(Counter(t.hops for t in tasks).items())),
         "services_per_task": dict(sorted(Counter(len(t.services) for t in tasks).items())),

@@ -186,6 +186,14 @@ class Task(_Model):
         blob = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return "t-" + hashlib.sha256(blob.encode()).hexdigest()[:16]
 
+    def job_key(self) -> str:
+        """What the agent is asked to do: the world, the request and its solution. Two tasks
+        that differ only in their distractors or walk seed are one job (a set keeps one)."""
+        body = {"seed": self.seed, "date": self.date, "instruction": self.instruction,
+                "solution": [c.model_dump(mode="json") for c in self.solution]}
+        blob = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
     def with_id(self) -> Task:
         return self.model_copy(update={"id": self.content_hash()})
 

@@ -261,3 +261,17 @@ def test_a_field_only_one_of_several_items_has_is_no_value_of_the_list():
     assert single_values(0, spec, two) == []
     one = single_values(0, spec, two[:1])
     assert ("*", "attendees", "*") in {v.slot.path for v in one}
+
+
+def test_a_set_keeps_one_task_of_a_job_whatever_its_distractors(tasks50):
+    from collections import Counter
+
+    from compoenv.compose.generator import Outcome, select
+
+    t = tasks50[0]
+    beside = t.model_copy(update={"distractors": ["weather"], "walk_seed": t.walk_seed + 1}
+                          ).with_id()
+    assert beside.id != t.id and beside.job_key() == t.job_key()
+    rejections: Counter[str] = Counter()
+    kept = list(select([Outcome(t), Outcome(beside), Outcome(tasks50[1])], 2, rejections))
+    assert kept == [t, tasks50[1]] and rejections == {"duplicate": 1}

@@ -101,3 +101,18 @@ def test_the_employers_possessive_reads_as_english():
         "I research companies for Quarry Labs' investment committee.")
     assert with_employer(line, "Acme Media") == (
         "I research companies for Acme Media's investment committee.")
+
+
+def test_a_day_taken_from_a_found_time_reads_as_the_day_of_it():
+    from compoenv.compose.records import Binding, Step, Walk
+    from compoenv.compose.render import phrase
+    from compoenv.registry import Registry
+
+    registry = Registry.default()
+    event = Step(registry.spec("calendar__create_event"), [Binding("title", "Health day")],
+                 {"id": "EV-1", "start": "2026-03-21T16:00"})
+    walk = Walk(steps=[event])
+    forecast = phrase(registry.spec("weather__get_forecast"), walk, [
+        Binding("city", "Amsterdam", interface="City"),
+        Binding("date", "2026-03-21", 0, ("start",), "Date")])
+    assert forecast.endswith("on the day of the event"), forecast

@@ -606,3 +606,9 @@ def test_people_found_at_a_company_work_there():
                 found = WORLD.person_by_email(item["email"]) if "email" in item else \
                     WORLD.person(item["name"])
                 assert found is not None and found.employer == person.employer, (name, item)
+    # and a profile of someone found by their email names where they work and live
+    spec = SPECS["helpdesk__get_customer_profile"]
+    for person in WORLD.people[1:6]:
+        profile = REGISTRY.get("helpdesk").create(WORLD).call(
+            spec.name, {"customer_email": person.email})["data"]
+        assert (profile["company"], profile["customer_city"]) == (person.employer, person.city)

@@ -329,7 +329,8 @@ def select(outcomes: Iterable[Outcome], n: int, rejections: Counter[str],
            progress: Callable[[int, int], None] | None = None,
            rejections_by_tool: Counter[tuple[str, str]] | None = None,
            mix: DifficultyMix | None = None) -> Iterator[Task]:
-    """The first ``n`` distinct tasks of an ordered stream of outcomes: the one rule, shared by
+    """The first ``n`` distinct tasks (neither the same id nor the same job, ``Task.job_key``)
+    of an ordered stream of outcomes: the one rule, shared by
     sequential and parallel generation, so both publish the same set and the same counts
     (per reason in ``rejections``; per (reason, tool) in ``rejections_by_tool``, if given).
     With ``mix``, a task whose difficulty level already has its share is passed over
@@ -341,6 +342,7 @@ def select(outcomes: Iterable[Outcome], n: int, rejections: Counter[str],
     if n <= 0:
         return
     seen: set[str] = set()
+    jobs: set[str] = set()
     limit = 100 * (n + 10)
     quotas = mix.quotas(n) if mix is not None else None
     levels: Counter[str] = Counter()
@@ -352,7 +354,7 @@ def select(outcomes: Iterable[Outcome], n: int, rejections: Counter[str],
             if rejections_by_tool is not None:
                 for tool in tools:
                     rejections_by_tool[(reason or "rejected", tool)] += 1
-        elif task.id in seen:
+        elif task.id in seen or task.job_key() in jobs:  # the same job beside other distractors
             rejections["duplicate"] += 1
         elif quotas is not None and levels[lvl := level(task.difficulty or estimate(task))] \
                 >= quotas.get(lvl, 0):
@@ -360,6 +362,7 @@ def select(outcomes: Iterable[Outcome], n: int, rejections: Counter[str],
         else:
             levels[level(task.difficulty or estimate(task))] += 1
             seen.add(task.id)
+            jobs.add(task.job_key())
             yield task
         if progress is not None:
             progress(len(seen), attempted)

@@ -96,6 +96,17 @@ def _who(spec: ToolSpec, binding: Binding, full: str) -> str | None:
     return None
 
 
+def _day_of(producer: ToolSpec, binding: Binding) -> str:
+    """A found value as the request names it; a day taken from a found time reads "the day
+    of the event's start time"."""
+    path = tuple("*" if p[:1] == "#" else p for p in binding.path)
+    slot = next((s for s in producer.outputs if s.path == path), None)
+    named = reference(producer, binding.path, binding.interface)
+    if binding.interface == "Date" and slot is not None and slot.interface == "DateTime":
+        return "the day of " + named.removesuffix("'s start time")  # "of the event"
+    return named
+
+
 def _show(binding: Binding, schema: dict | None = None) -> str:
     value = binding.value
     if isinstance(value, list):
@@ -178,8 +189,7 @@ def phrase(spec: ToolSpec, walk: Walk, bindings: list[Binding]) -> str:
         elif b.source is None:
             shown = _show(b, _plain_schema(props.get(b.param)))
         else:
-            shown = shorter.get(b.param) or reference(walk.steps[b.source].spec, b.path,
-                                                      b.interface)
+            shown = shorter.get(b.param) or _day_of(walk.steps[b.source].spec, b)
         if b.param in fields:
             values[b.param] = shown
         elif b.param in said:

@@ -148,11 +148,16 @@ def bind(spec: ToolSpec, edge: Edge, value: Value, available: list[Value],
             # untagged titles and names: a field of the parameter's own name first (an offer
             # is for the position the candidate applied for, not their current title)
             fits.sort(key=lambda v: v.slot.path[-1] != param)
+        if not fits and slot.interface == "Date":  # the day of a found time: the event's
+            fits = [v for v in reversed(available) if v.slot.interface == "DateTime"
+                    and isinstance(v.value, str) and len(v.value) >= 10
+                    and compatible("Date", v.slot.role, slot.role)]
         v = fits[0] if fits else None
         if v is not None:
-            if not _accepts(props, param, v.value):
+            given = v.value[:10] if v.slot.interface != slot.interface else v.value
+            if not _accepts(props, param, given):
                 return None
-            bindings.append(Binding(param, v.value, v.step, v.slot.path, slot.interface))
+            bindings.append(Binding(param, given, v.step, v.slot.path, slot.interface))
             if group is not None and (found := person_of(v.value, world)) is not None:
                 people.setdefault(group, found)
             continue

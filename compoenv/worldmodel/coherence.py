@@ -176,14 +176,19 @@ def _identity_groups(slots: dict[str, Slot]) -> tuple[dict[str, str], set[str]]:
     return found, named
 
 
-def _people(slots: dict[str, Slot]) -> tuple[dict[str, str], str, str | None]:
+def _people(slots: dict[str, Slot], about: str | None = None,
+            ) -> tuple[dict[str, str], str, str | None]:
     """(field -> group, the owner group, the field of the business the record is about).
     Followers (city, street, employer) join the group their prefix names, else the owner:
-    the group of the un-prefixed name, email or phone, or the business when no person is
-    named there (a restaurant's phone and street are the restaurant's)."""
+    the group of the un-prefixed name, email or phone (or of the one person a record of
+    that role, ``about``, names), or the business when no person is named there (a
+    restaurant's phone and street are the restaurant's)."""
     people, named = _identity_groups(slots)
     owner = next((g for k, g in people.items() if _prefix(k, _IDENTITY[slots[k][1]]) == ""), "")
     identities = set(people.values())
+    if owner == "" and about is not None and len(named) == 1 and identities == named and \
+            about in {slots[k][2] for k in people}:
+        owner = next(iter(named))  # a customer profile's customer_* fields: its company is theirs
     businesses = [k for k, (kind, i, role) in slots.items()
                   if i == "OrganizationName" and role in BUSINESS_KINDS and kind == "string"]
     business = businesses[0] if businesses and owner == "" and "" not in named else None
@@ -207,7 +212,8 @@ def _members(people: dict[str, str], slots: dict[str, Slot]
 def _record_plan(schema: dict[str, Any]) -> RecordPlan:
     props = schema.get("properties") or {}
     slots = {k: _slot(v) for k, v in props.items()}
-    people, owner, business = _people(slots)
+    about = schema.get("x-role")
+    people, owner, business = _people(slots, about if isinstance(about, str) else None)
     group_of = {**people, **({business: owner} if business else {})}
     fields = tuple((k, slots[k][0], group_of.get(k), branch(v), slots[k][1])
                    for k, v in props.items())

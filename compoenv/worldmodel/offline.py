@@ -540,6 +540,9 @@ _TABLES: dict[str, tuple[str, ...]] = {
     "label": ("Follow up", "Waiting on customer", "Home", "Work", "Priority"),
     "subject": ("Invoice for March", "Re: project timeline", "Lunch on Friday?",
                 "Your order has shipped", "Meeting notes", "Contract renewal"),
+    "helpdesk_subject": ("Cannot log in", "Refund not received", "Order arrived damaged",
+                         "Invoice shows the wrong amount", "App crashes on start",
+                         "Password reset link expired"),
     # things people name in a field of their own
     "folder": ("Finance", "Projects", "Shared", "Contracts", "Receipts", "Marketing"),
     "file_path": ("/Projects/roadmap.pdf", "/Finance/q1-budget.xlsx", "/Shared/agenda.docx",
