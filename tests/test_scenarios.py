@@ -397,3 +397,23 @@ def test_a_decoy_is_named_by_what_its_key_identifies(tool, key, thing) -> None:
     spec = Registry.default().spec(tool)
     slot = _item_key(spec)
     assert slot is not None and slot.path[1] == key and _key_noun(spec, slot) == thing
+
+
+def test_a_fan_out_leaves_out_the_one_person_the_request_named() -> None:
+    """"For each lead found other than the reporter": the reporter gets no ticket of their
+    own, everyone else does, and the request says whom it leaves out."""
+    composer = Composer(config=ComposerConfig(scenarios=("client_outage_outreach",)))
+    left = 0
+    for seed in range(40):
+        try:
+            task, walk = composer._build(seed)
+        except Rejected:
+            continue
+        for listed, item in walk.left_out.items():
+            left += 1
+            person = walk.steps[listed].result[item]["email"]
+            assert f"other than {person}" in task.instruction
+            tickets = [c for c in task.solution if c.name == "helpdesk__create_ticket"]
+            assert tickets and all(person not in json.dumps(c.arguments) for c in tickets)
+            assert len(tickets) == len(walk.steps[listed].result) - 1
+    assert left >= 5

@@ -191,20 +191,29 @@ def fan_out(walker: Walker, index: int,
             continue  # two items would get the very same call
         # "for each article by Lara Hayes, message its author" reaches one person; a free walk
         # would also just repeat the city it was asked about, while a job may act on every
-        # contact "at Acme" with what each record says
-        if any((str(b.value).casefold() in stated
-                and (b.interface in IDENTITY or not walker.reuse_asked))
-               or person_of(b.value, world) in named
-               for bindings in per_item for b in bindings if b.source == index):
+        # contact "at Acme" with what each record says; the one person the request named
+        # among several others is left out ("each lead other than the one who reported it")
+        said = [k for k, bindings in enumerate(per_item)
+                if any((str(b.value).casefold() in stated
+                        and (b.interface in IDENTITY or not walker.reuse_asked))
+                       or person_of(b.value, world) in named
+                       for b in bindings if b.source == index)]
+        left = _one_named(said, per_item, index, stated, walker)
+        if said and left is None:
             continue
         spec = walker.graph.specs[edge.target]
         first = len(walker.walk.steps)
         point = walker.checkpoint()
+        if left is not None:
+            per_item = [b for k, b in enumerate(per_item) if k != left[0]]
         if any(walker.execute(spec, bindings, segment=False) is None for bindings in per_item):
             walker.rollback(point)  # one item failed: undo the others, try another write
             continue
+        if left is not None:
+            walker.walk.left_out[index] = left[0]
         # the bindings as run: a scenario's stated values and a naming rule are in them
-        text = (f"for each {noun(step.spec)} found, "
+        other = f" other than {left[1]}" if left is not None else ""
+        text = (f"for each {noun(step.spec)} found{other}, "
                 + phrase(spec, walker.walk, walker.walk.steps[first].bindings))
         walker.walk.segments.append(Segment(list(range(first, len(walker.walk.steps))), text))
         walker.walk.motifs.append("fan-out")
@@ -213,6 +222,21 @@ def fan_out(walker: Walker, index: int,
         walker.available = [v for v in walker.available if v.step < first]
         return
     raise Rejected("no_fan_out", tools=(step.spec.qualified_name,))
+
+
+def _one_named(said: list[int], per_item: list[list[Binding]], index: int, stated: set[str],
+               walker: Walker) -> tuple[int, str] | None:
+    """The one item of three or more that is a person the request states (and how the
+    request says them), for a fan-out to leave out; None when no or several items are."""
+    if len(said) != 1 or len(per_item) < 3 or walker.walk.left_out.get(index, said[0]) != said[0]:
+        return None
+    own = [b for b in per_item[said[0]] if b.source == index]
+    shown = next((str(b.value) for b in own if b.interface in IDENTITY
+                  and str(b.value).casefold() in stated), None)
+    if shown is None or any(str(b.value).casefold() in stated and b.interface not in IDENTITY
+                            for b in own):
+        return None
+    return said[0], shown
 
 
 def _item_bindings(walker: Walker, index: int, edge: Edge, item: int) -> list[Binding] | None:

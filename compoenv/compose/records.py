@@ -91,6 +91,7 @@ class Walk:
     ruled: list[Any] = field(default_factory=list)        # values only a rule's criteria check
     effects: dict[int, list[tuple[str, str, str]]] = field(default_factory=dict)
     house: list[Any] = field(default_factory=list)        # house rules with their criteria
+    left_out: dict[int, int] = field(default_factory=dict)  # list step -> item a fan-out skips
 
     @property
     def answers(self) -> list[Binding]:

@@ -11,6 +11,7 @@ following ``each`` stages act on one by one. House rules and the report come aft
 from __future__ import annotations
 
 import random
+import re
 from typing import Any, Callable
 
 from compoenv.compose.motifs import aggregate, fan_out, returns_list
@@ -307,7 +308,8 @@ def _merge_each(walker: Walker) -> None:
 
 
 def _each_lead(segment: Segment) -> str | None:
-    text = segment.text or ""
-    if not text.startswith("for each "):
-        return None
-    return text[: text.index(" found, ") + len(" found, ")] if " found, " in text else None
+    found = _LEAD.match(segment.text or "")
+    return found.group(0) if found else None
+
+
+_LEAD = re.compile(r"for each [^,]*? found(?: other than [^,\s]+)?, ")

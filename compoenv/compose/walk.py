@@ -117,6 +117,7 @@ class Walker:
         del self.walk.steps[steps:]
         del self.available[available:]
         self.walk.segments = [s for s in self.walk.segments if s.steps[0] < steps]
+        self.walk.left_out = {i: k for i, k in self.walk.left_out.items() if i < steps}
         self.used = used
 
     def adopt(self, index: int, item: int) -> None:
