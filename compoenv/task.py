@@ -187,9 +187,10 @@ class Task(_Model):
         return "t-" + hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def job_key(self) -> str:
-        """What the agent is asked to do: the world, the request and its solution. Two tasks
-        that differ only in their distractors or walk seed are one job (a set keeps one)."""
-        body = {"seed": self.seed, "date": self.date, "instruction": self.instruction,
+        """What the agent has to do: the world, the calls and the values to report. Two tasks
+        that differ only in their distractors, walk seed or the persona their request opens
+        with are one job (a set keeps one)."""
+        body = {"seed": self.seed, "date": self.date, "answer": self.answer,
                 "solution": [c.model_dump(mode="json") for c in self.solution]}
         blob = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]

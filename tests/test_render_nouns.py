@@ -116,3 +116,11 @@ def test_a_day_taken_from_a_found_time_reads_as_the_day_of_it():
         Binding("city", "Amsterdam", interface="City"),
         Binding("date", "2026-03-21", 0, ("start",), "Date")])
     assert forecast.endswith("on the day of the event"), forecast
+
+
+def test_a_field_of_a_records_address_is_the_records_own():
+    from compoenv.compose.render import reference
+    from compoenv.registry import Registry
+
+    spec = Registry.default().spec("real_estate__search_listings")
+    assert reference(spec, ("#0", "address", "city"), "City") == "the listing's city"

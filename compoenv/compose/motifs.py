@@ -198,9 +198,13 @@ def fan_out(walker: Walker, index: int,
                         and (b.interface in IDENTITY or not walker.reuse_asked))
                        or person_of(b.value, world) in named
                        for b in bindings if b.source == index)]
-        left = _one_named(said, per_item, index, stated, walker)
-        if said and left is None:
-            continue
+        left = walker.walk.left_out.get(index)  # every write of the job skips the same one
+        if left is None and said:
+            if index in getattr(walker, "fanned", ()):
+                continue  # an earlier write went to everyone: this one may not leave one out
+            left = _one_named(said, per_item, index, stated)
+            if left is None:
+                continue
         spec = walker.graph.specs[edge.target]
         first = len(walker.walk.steps)
         point = walker.checkpoint()
@@ -210,7 +214,7 @@ def fan_out(walker: Walker, index: int,
             walker.rollback(point)  # one item failed: undo the others, try another write
             continue
         if left is not None:
-            walker.walk.left_out[index] = left[0]
+            walker.walk.left_out[index] = left
         # the bindings as run: a scenario's stated values and a naming rule are in them
         other = f" other than {left[1]}" if left is not None else ""
         text = (f"for each {noun(step.spec)} found{other}, "
@@ -225,18 +229,22 @@ def fan_out(walker: Walker, index: int,
 
 
 def _one_named(said: list[int], per_item: list[list[Binding]], index: int, stated: set[str],
-               walker: Walker) -> tuple[int, str] | None:
-    """The one item of three or more that is a person the request states (and how the
-    request says them), for a fan-out to leave out; None when no or several items are."""
-    if len(said) != 1 or len(per_item) < 3 or walker.walk.left_out.get(index, said[0]) != said[0]:
+               ) -> tuple[int, str] | None:
+    """The one item of three or more that is a person the request states, by their own name
+    or email (a lead, not a repository's maintainer), and how the request says them: for a
+    fan-out to leave out. None when no or several items are."""
+    if len(said) != 1 or len(per_item) < 3:
         return None
     own = [b for b in per_item[said[0]] if b.source == index]
-    shown = next((str(b.value) for b in own if b.interface in IDENTITY
-                  and str(b.value).casefold() in stated), None)
+    shown = next((str(b.value) for b in own if b.interface in IDENTITY and len(b.path) == 2
+                  and b.path[1] in _OWN_IDENTITY and str(b.value).casefold() in stated), None)
     if shown is None or any(str(b.value).casefold() in stated and b.interface not in IDENTITY
                             for b in own):
         return None
     return said[0], shown
+
+
+_OWN_IDENTITY = frozenset({"name", "email", "phone"})  # a listed person's own, not a role's
 
 
 def _item_bindings(walker: Walker, index: int, edge: Edge, item: int) -> list[Binding] | None:

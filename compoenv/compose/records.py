@@ -91,7 +91,8 @@ class Walk:
     ruled: list[Any] = field(default_factory=list)        # values only a rule's criteria check
     effects: dict[int, list[tuple[str, str, str]]] = field(default_factory=dict)
     house: list[Any] = field(default_factory=list)        # house rules with their criteria
-    left_out: dict[int, int] = field(default_factory=dict)  # list step -> item a fan-out skips
+    # list step -> the item its fan-outs skip, and how the request names it
+    left_out: dict[int, tuple[int, str]] = field(default_factory=dict)
 
     @property
     def answers(self) -> list[Binding]:

@@ -21,6 +21,7 @@ _QUOTED = frozenset({"Text", "EmailSubject", None})
 NAMED = "per the naming rule"  # compoenv.compose.house_rules.NAMED
 _KEYS = frozenset({"FlightNumber", "BookingReference"})
 _THE_THE = re.compile(r"\bthe the\b")
+_PARTS = frozenset({"Address"})  # objects that are part of a record, not one of their own
 # a unit written after a placeholder reads twice once the value is a reference
 _UNIT_AFTER = re.compile(r"\{(\w+)\}(-| )(minutes?|nights?|days?|hours?|shares?|tickets?)\b")
 
@@ -29,6 +30,8 @@ def _root(spec: ToolSpec, path: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
     """The outermost tagged object above ``path`` (its noun) and the path below it."""
     best = None
     for slot in spec.outputs:
+        if slot.interface in _PARTS:
+            continue  # a listing's address is part of the listing: "the listing's city"
         if slot.kind == "object" and path[: len(slot.path)] == slot.path and slot.path != path:
             if best is None or len(slot.path) < len(best.path):
                 best = slot

@@ -137,7 +137,8 @@ def _totals(walker: Walker) -> list[tuple[Binding, str]]:
                   and len(b.path) == 2 and b.path[0][:1] == "#"}
         for path in sorted(fields):
             values = [item.get(path[0]) if isinstance(item, dict) else None
-                      for k, item in enumerate(step.result) if k != walk.left_out.get(index)]
+                      for k, item in enumerate(step.result)
+                      if k != walk.left_out.get(index, (None,))[0]]
             if any(not isinstance(v, (int, float)) or isinstance(v, bool) for v in values):
                 continue
             total = round(sum(values), 2)
