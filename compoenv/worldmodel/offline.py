@@ -130,8 +130,10 @@ class _Maker:
             return self.record(schema, name, person)
         if kind == "array":
             low, high = schema.get("minItems", 1), schema.get("maxItems", 5)
-            count = max(low, min(high, self.rng.randint(2, 4)))
             items = schema.get("items", {})
+            # the people of a company the request names are all of them on record (up to six)
+            staff = len(self._staff_asked(items)) if echo else 0
+            count = max(low, min(high, min(staff, 6) if staff >= 2 else self.rng.randint(2, 4)))
             made = [self.value(items, name, self.rng.choice(self.world.people[1:]), echo)
                     for _ in range(count)]
             return _distinct(made, items, low)
@@ -362,6 +364,17 @@ class _Maker:
             if isinstance(name, str) and (staff := _employees(self.world).get(name.lower())):
                 return self._untaken(staff, lambda p: p.index)
         return None
+
+    def _staff_asked(self, items: dict[str, Any]) -> tuple[Person, ...]:
+        """The World people of the organisation the request names, when a list's items are
+        people who work there (the leads "at Acme"); else none."""
+        name = self.arg_by_interface.get("OrganizationName")
+        if not isinstance(name, str) or items.get("type") != "object":
+            return ()
+        plan = record_plan(items)
+        if not any(i == "OrganizationName" and r == "employer" for _, i, r in plan.slots.values()):
+            return ()
+        return _employees(self.world).get(name.lower(), ())
 
     def employee(self, plan: RecordPlan, echoed: dict[str, Any]) -> Person | None:
         """Someone who works where the record says its person works (a lead "at Acme" the
