@@ -11,8 +11,8 @@ __all__ = ["system_prompt", "tools_block", "reset_observation"]
 
 _GATEWAY_NOTE = (
     "Tools are reached through a gateway: list_services shows the services, list_tools(service) "
-    "their tools, describe_tool(name) a tool's parameters, and call_tool(name, arguments) runs "
-    "one. Not every service is relevant to the request."
+    "their tools, describe_tool(tool) a tool's parameters, and call_tool(tool_name, arguments) "
+    "runs one. Not every service is relevant to the request."
 )
 
 

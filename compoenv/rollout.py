@@ -18,6 +18,7 @@ from compoenv.rollout_results import (WORKER_LOST, RolloutError, RolloutStats, R
 from compoenv.rollout_workers import (Backend, Episode, InProcess, Lost, Processes, Raised,
                                       RayWorkers, describe, play_all)
 from compoenv.task import Task
+from compoenv.trajectory import call_counts, discover_mode
 
 __all__ = ["run_episode", "run_episodes", "run_rollouts", "AgentFactory", "RolloutError",
            "Rollouts", "RolloutStats"]
@@ -42,7 +43,7 @@ def run_episode(env: CompoWorldEnv, agent: Agent, *, seed: int | None = None,
         obs, _, terminated, truncated, info = env.step(agent.act(obs, info))
     task = info["task"]
     messages = list(info["messages"])
-    n_calls = sum(len(m.get("tool_calls", ())) for m in messages if m["role"] == "assistant")
+    n_calls, n_real = call_counts(messages)
     return {
         "tools": info["tools"],
         "messages": messages,
@@ -50,9 +51,11 @@ def run_episode(env: CompoWorldEnv, agent: Agent, *, seed: int | None = None,
             "task_id": task["id"], "rollout_idx": rollout_idx,
             "rubric_score": info["score"], "score": info["binary"],
             "net_score": info["net_score"],
-            "n_tool_calls": n_calls, "n_steps": info["step"], "services": task["services"],
-            "domain": task["domain"], "capabilities": task["capabilities"],
+            "n_tool_calls": n_calls, "n_real_tool_calls": n_real, "n_steps": info["step"],
+            "services": task["services"], "domain": task["domain"],
+            "capabilities": task["capabilities"],
             "finish_reason": "stop" if terminated else "max_steps",
+            "discover_mode": discover_mode(info["tools"]),
             "rubric": [{"id": c["id"], "passed": c["passed"]} for c in info["rubric"]],
         },
         "source": source,

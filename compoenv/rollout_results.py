@@ -82,7 +82,8 @@ def failure_record(task: Task, rollout_idx: int, source: str, error_type: str, m
         "messages": [],
         "meta": {
             "task_id": task.id, "rollout_idx": rollout_idx, "rubric_score": 0.0, "score": 0.0,
-            "net_score": 0.0, "n_tool_calls": 0, "n_steps": 0, "services": list(task.services),
+            "net_score": 0.0, "n_tool_calls": 0, "n_real_tool_calls": 0, "n_steps": 0,
+            "services": list(task.services),
             "domain": task.domain, "capabilities": list(task.capabilities),
             "finish_reason": "error", "rubric": [],
         },

@@ -44,7 +44,7 @@ _PREPOSITIONS = frozenset({"with", "for", "by", "near", "in", "of", "to", "from"
 _QUOTED = frozenset({"Text", "EmailSubject"})  # free text reads best in quotes
 _META = {"list_services": "see which services are available",
          "list_tools": "list the tools of {service}",
-         "describe_tool": "check the parameters of {name}"}
+         "describe_tool": "check the parameters of {tool}"}
 
 
 def _words(name: str) -> str:
@@ -88,9 +88,10 @@ def _action(name: str, arguments: dict[str, Any], spec: ToolSpec | None) -> str:
 def _inner(name: str, arguments: Any) -> tuple[str, dict[str, Any]]:
     """The service call a gateway ``call_tool`` makes (other calls are themselves)."""
     args = arguments if isinstance(arguments, dict) else {}
-    if name == "call_tool" and isinstance(args.get("name"), str):
+    tool = args.get("tool_name", args.get("name")) if name == "call_tool" else None
+    if isinstance(tool, str):
         inner = args.get("arguments")
-        return args["name"], inner if isinstance(inner, dict) else {}
+        return tool, inner if isinstance(inner, dict) else {}
     return name, args
 
 
@@ -115,7 +116,7 @@ class _Thinker:
     def call(self, name: str, arguments: dict[str, Any], position: str) -> str:
         if name in _META:
             action = _META[name].format(**{k: _show(v) for k, v in arguments.items()},
-                                        **{k: "it" for k in ("service", "name")
+                                        **{k: "it" for k in ("service", "tool")
                                            if k not in arguments})
             spec = None
         else:

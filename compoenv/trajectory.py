@@ -11,7 +11,7 @@ from pydantic import (BaseModel, ConfigDict, Field, field_validator, model_seria
 
 from compoenv.task import iter_jsonl
 
-__all__ = ["Trajectory", "TrajectoryMeta", "AssistantMessage", "ToolMessage", "ToolCallEntry",
+__all__ = ["Trajectory", "TrajectoryMeta", "call_counts", "discover_mode", "AssistantMessage", "ToolMessage", "ToolCallEntry",
            "TrajectoryFileError", "iter_trajectories", "load_trajectories", "save_trajectories",
            "chat_inputs"]
 
@@ -111,11 +111,13 @@ class TrajectoryMeta(BaseModel):
     score: float
     net_score: float | None = Field(None, ge=0, le=1)  # rubric score net of collateral damage
     n_tool_calls: int = Field(ge=0)
+    n_real_tool_calls: int | None = Field(None, ge=0)  # calls that reach a service's tool
     n_steps: int = Field(ge=0)
     services: list[str]
     domain: str
     capabilities: list[str]
     finish_reason: str
+    discover_mode: Literal["direct", "gateway"] | None = None
     rubric: list[CriterionMark] = []
 
     @field_validator("score")
@@ -245,3 +247,20 @@ def _object(arguments: str) -> dict[str, Any]:
     except json.JSONDecodeError:
         return {"raw": arguments}
     return value if isinstance(value, dict) else {"value": value}
+
+
+_DISCOVERY = frozenset({"list_services", "list_tools", "describe_tool"})
+
+
+def discover_mode(tools: Iterable[dict[str, Any]]) -> str:
+    """"gateway" when the tools are the gateway's meta-tools, else "direct"."""
+    names = {t.get("function", t).get("name") for t in tools}
+    return "gateway" if "call_tool" in names and names <= _DISCOVERY | {"call_tool"} else "direct"
+
+
+def call_counts(messages: Iterable[dict[str, Any]]) -> tuple[int, int]:
+    """(tool calls, real tool calls): every call the assistant made, and those that reach a
+    service's tool (not the gateway's list_services, list_tools or describe_tool)."""
+    calls = [c for m in messages if m.get("role") == "assistant" for c in m.get("tool_calls") or ()]
+    real = sum(c.get("function", {}).get("name") not in _DISCOVERY for c in calls)
+    return len(calls), real

@@ -64,8 +64,7 @@ def test_gateway_mode_lists_four_meta_tools_and_mounts_distractors(task):
     assert [x["function"]["name"] for x in info["tools"]] == [
         "list_services", "list_tools", "describe_tool", "call_tool"]
     obs, *_ = env.step('<tool_call>{"name": "list_services", "arguments": {}}</tool_call>')
-    listed = {s["name"] for s in envelope(obs)["data"]}
-    assert listed == set(t.services) | set(t.distractors)
+    assert set(envelope(obs)["data"]["services"]) == set(t.services) | set(t.distractors)
 
 
 def test_same_seed_same_composed_task_and_observation():

@@ -1,4 +1,5 @@
-"""Tests for compoenv.gateway: the four meta-tools over a session's services."""
+"""Tests for compoenv.gateway: the four meta-tools over a session's services, in the format of
+the published CompoWorld data (earlier argument names accepted too)."""
 
 from __future__ import annotations
 
@@ -74,28 +75,28 @@ def test_the_four_meta_tools_and_their_specs():
         assert spec.description
     assert GATEWAY_TOOLS["list_services"].parameters["properties"] == {}
     assert GATEWAY_TOOLS["list_tools"].parameters["required"] == ["service"]
-    assert GATEWAY_TOOLS["describe_tool"].parameters["required"] == ["name"]
+    assert GATEWAY_TOOLS["describe_tool"].parameters["required"] == ["tool"]
     call = GATEWAY_TOOLS["call_tool"].parameters
-    assert call["required"] == ["name"] and set(call["properties"]) == {"name", "arguments"}
+    assert call["required"] == ["tool_name"] and set(call["properties"]) == {"tool_name",
+                                                                               "arguments"}
     assert call["additionalProperties"] is False
     assert all(s.read_only for n, s in GATEWAY_TOOLS.items() if n != "call_tool")
     assert not GATEWAY_TOOLS["call_tool"].read_only
+    # what the model reads is plain text: no markup in descriptions
+    text = json.dumps([s.to_openai() for s in GATEWAY_TOOLS.values()])
+    assert not any(mark in text for mark in ("`", "<service>", "**", "::"))
 
 
 def test_list_services_lists_the_session_services(gateway):
-    services = data(gateway.call("list_services", {}))
-    assert services == [
-        {"name": "counter", "domain": "testing", "description": "A counter you can read and bump.",
-         "tools": 2},
-        {"name": "echo", "domain": "misc", "description": "Echoes text.", "tools": 1},
-    ]
+    assert data(gateway.call("list_services", {})) == {"services": ["counter", "echo"]}
 
 
 def test_list_tools_gives_qualified_names_and_descriptions(gateway):
-    assert data(gateway.call("list_tools", {"service": "counter"})) == [
+    assert data(gateway.call("list_tools", {"service": "counter"})) == {"service": "counter",
+                                                                        "tools": [
         {"name": "counter__read", "description": "Read the counter."},
         {"name": "counter__add", "description": "Add to the counter."},
-    ]
+    ]}
 
 
 def test_list_tools_of_an_unknown_service_is_a_404_with_did_you_mean(gateway):
@@ -105,19 +106,19 @@ def test_list_tools_of_an_unknown_service_is_a_404_with_did_you_mean(gateway):
 
 
 def test_describe_tool_returns_the_function_schema(gateway):
-    described = data(gateway.call("describe_tool", {"name": "counter__add"}))
+    described = data(gateway.call("describe_tool", {"tool": "counter__add"}))
     assert described == Counter.tool_specs()["add"].to_openai()["function"]
     assert described["parameters"]["properties"]["amount"]["description"] == "How much to add."
 
 
 def test_describe_tool_of_an_unknown_tool_is_a_404_with_did_you_mean(gateway):
-    result = gateway.call("describe_tool", {"name": "counter__ad"})
+    result = gateway.call("describe_tool", {"tool": "counter__ad"})
     assert result["error"]["code"] == 404
     assert "Did you mean 'counter__add'" in result["error"]["message"]
 
 
 def test_call_tool_returns_the_inner_envelope_not_wrapped_twice(gateway):
-    result = gateway.call("call_tool", {"name": "counter__add", "arguments": {"amount": 4}})
+    result = gateway.call("call_tool", {"tool_name": "counter__add", "arguments": {"amount": 4}})
     assert result == {"success": True, "data": 4}
     assert gateway.call("call_tool", {"name": "echo__say", "arguments": {"text": "hi"}}) == {
         "success": True, "data": "hi"}
@@ -162,7 +163,8 @@ def test_unknown_meta_tool_is_a_404_with_did_you_mean_and_no_call_tool_hint(gate
 
 @pytest.mark.parametrize("name, arguments", [
     ("list_tools", {}), ("list_tools", {"service": ""}), ("describe_tool", {"nam": "x"}),
-    ("call_tool", {"name": "echo__say", "arguments": "text=hi"}), ("call_tool", []),
+    ("call_tool", {"tool_name": "echo__say", "arguments": "text=hi"}), ("call_tool", []),
+    ("call_tool", {"tool_name": "echo__say", "name": "echo__say", "arguments": {}}),
     ("list_services", {"verbose": True}),
 ])
 def test_bad_meta_tool_arguments_are_400(gateway, name, arguments):
@@ -177,18 +179,26 @@ def test_non_string_meta_tool_name_gives_an_error_envelope(gateway):
 
 def test_gateway_results_are_json_able(gateway):
     for name, arguments in [("list_services", {}), ("list_tools", {"service": "echo"}),
-                            ("describe_tool", {"name": "echo__say"})]:
+                            ("describe_tool", {"tool": "echo__say"})]:
         json.dumps(gateway.call(name, arguments))
 
 
 def test_gateway_over_real_services():
     session = Session.for_names(["contacts", "weather"], World(0))
     gateway = Gateway(session)
-    names = [s["name"] for s in data(gateway.call("list_services", {}))]
-    assert names == ["contacts", "weather"]
-    tools = [t["name"] for t in data(gateway.call("list_tools", {"service": "contacts"}))]
+    assert data(gateway.call("list_services", {})) == {"services": ["contacts", "weather"]}
+    listed = data(gateway.call("list_tools", {"service": "contacts"}))
+    tools = [t["name"] for t in listed["tools"]]
     assert "contacts__find_contact" in tools
     someone = next(iter(session.state("contacts").contacts.values()))
-    found = gateway.call("call_tool", {"name": "contacts__find_contact",
+    found = gateway.call("call_tool", {"tool_name": "contacts__find_contact",
                                        "arguments": {"name": someone.name}})
     assert data(found)["email"] == someone.email
+
+
+def test_the_earlier_argument_names_still_work(gateway):
+    """Task files and models from before the published format used ``name``."""
+    assert gateway.call("call_tool", {"name": "counter__add", "arguments": {"amount": 3}}) == {
+        "success": True, "data": 3}
+    described = data(gateway.call("describe_tool", {"name": "counter__add"}))
+    assert described["name"] == "counter__add"

@@ -91,7 +91,8 @@ def test_an_agent_that_raises_becomes_a_failed_episode_record_in_its_place(tasks
     assert records.failures == [failed] and records.trajectories == serial[:1] + serial[2:4]
     assert failed["meta"] == {
         "task_id": tasks[0].id, "rollout_idx": 1, "rubric_score": 0.0, "score": 0.0,
-        "net_score": 0.0, "n_tool_calls": 0, "n_steps": 0, "services": tasks[0].services,
+        "net_score": 0.0, "n_tool_calls": 0, "n_real_tool_calls": 0, "n_steps": 0,
+        "services": tasks[0].services,
         "domain": tasks[0].domain, "capabilities": tasks[0].capabilities,
         "finish_reason": "error", "rubric": []}
     error = failed["error"]
@@ -117,3 +118,21 @@ def test_bad_arguments_are_rejected_with_the_reason(tasks, kwargs, message):
 def test_no_tasks_no_records():
     records = run_rollouts([], workers=4)
     assert records == [] and records.stats == RolloutStats()
+
+
+@pytest.mark.parametrize("mode", ["direct", "gateway"])
+def test_records_carry_the_published_meta_fields(tasks, mode):
+    """The fields the published CompoWorld sample's loader reads, in both modes."""
+    from compoenv.env import CompoWorldEnv
+    from compoenv.rollout import run_episode
+    from compoenv.trajectory import Trajectory
+
+    env = CompoWorldEnv(tasks[:1], mode=mode)
+    record = run_episode(env, OracleAgent(), options={"index": 0})
+    Trajectory.model_validate(record)
+    meta = record["meta"]
+    assert {"task_id", "rollout_idx", "rubric_score", "score", "net_score", "n_tool_calls",
+            "n_real_tool_calls", "n_steps", "discover_mode", "finish_reason", "services",
+            "domain", "capabilities"} <= set(meta)
+    assert meta["discover_mode"] == mode
+    assert meta["n_real_tool_calls"] == len(tasks[0].solution) <= meta["n_tool_calls"]

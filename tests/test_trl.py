@@ -54,8 +54,8 @@ def test_tools_are_the_methods_trl_finds_and_their_schemas_render(write_task):
         "call_tool", "describe_tool", "list_services", "list_tools"]
     assert [m.__name__ for m in environment_tools(direct)] == ["call_tool"]
     schema = get_json_schema(gateway.call_tool)["function"]
-    assert schema["parameters"]["required"] == ["name"]
-    assert set(schema["parameters"]["properties"]) == {"name", "arguments"}
+    assert schema["parameters"]["required"] == ["tool_name"]
+    assert set(schema["parameters"]["properties"]) == {"tool_name", "arguments"}
     assert get_json_schema(gateway.list_tools)["function"]["parameters"]["required"] == ["service"]
 
 
@@ -79,14 +79,16 @@ def test_reset_without_a_task_column_says_how_to_build_rows():
 def test_gateway_env_played_by_the_oracle_scores_full_marks(answer_task):
     env = CompoWorldToolEnv()
     _play(env, answer_task)
-    services = json.loads(env.list_services())["data"]
-    assert set(answer_task.services) <= {s["name"] for s in services}
+    services = json.loads(env.list_services())["data"]["services"]
+    assert set(answer_task.services) <= set(services)
     assert rubric_reward([_done(answer_task)], environments=[env]) == [1.0]
     assert env.get_reward() is None  # already counted by the reward function
     record = env.trajectory
     Trajectory.model_validate(record)
     assert record["meta"]["score"] == 1.0 and record["meta"]["n_tool_calls"] == \
         len(answer_task.solution) + 1
+    assert record["meta"]["n_real_tool_calls"] == len(answer_task.solution)
+    assert record["meta"]["discover_mode"] == "gateway"
     assert record["messages"][-1] == _done(answer_task)[0]
 
 

@@ -30,7 +30,7 @@ class OracleAgent:
         task = Task.coerce(info["task"])
         gateway = {t["function"]["name"] for t in info["tools"]} >= {"call_tool"}
         self._plan = [
-            ToolCall("call_tool", {"name": c.name, "arguments": c.arguments}, f"call_{i}")
+            ToolCall("call_tool", {"tool_name": c.name, "arguments": c.arguments}, f"call_{i}")
             if gateway else ToolCall(c.name, c.arguments, f"call_{i}")
             for i, c in enumerate(task.solution)
         ]

@@ -37,6 +37,7 @@ from compoenv.reward import Outcome, RubricResult, completion_focused, score_rub
 from compoenv.service import error
 from compoenv.session import render_result
 from compoenv.task import Task
+from compoenv.trajectory import call_counts
 
 __all__ = ["CompoWorldToolEnv", "CompoWorldDirectToolEnv", "rubric_reward",
            "completion_focused_reward", "make_completion_focused_reward", "final_reply",
@@ -75,19 +76,19 @@ class _ToolEnvBase:
         assert self._task is not None
         return self._task.instruction
 
-    def call_tool(self, name: str, arguments: dict | None = None) -> str:
-        """Call a service tool by qualified name with its arguments.
+    def call_tool(self, tool_name: str, arguments: dict | None = None) -> str:
+        """Call a tool with its arguments.
 
         Args:
-            name: A qualified tool name, `<service>__<tool>`.
+            tool_name: A tool name, such as flights__search_flights.
             arguments: The tool's arguments as a JSON object.
 
         Returns:
             The result envelope: {"success": true, "data": ...} or {"success": false, "error": ...}.
         """
         if self._mode == "gateway":
-            return self._step("call_tool", {"name": name, "arguments": arguments})
-        return self._step(name, {} if arguments is None else arguments)
+            return self._step("call_tool", {"tool_name": tool_name, "arguments": arguments})
+        return self._step(tool_name, {} if arguments is None else arguments)
 
     def _step(self, name: str, arguments: Any) -> str:
         if self._task is None:
@@ -138,12 +139,13 @@ class _ToolEnvBase:
         if self._final is not None:
             messages.append({"role": "assistant", "content": self._final})
         result = self._result
-        n_calls = sum(len(m.get("tool_calls", ())) for m in messages if m["role"] == "assistant")
+        n_calls, n_real = call_counts(messages)
         return {"tools": list(self._tools), "messages": messages, "source": "trl", "meta": {
             "task_id": self._task.id, "rollout_idx": 0,
             "rubric_score": result.score if result else 0.0,
             "score": result.binary if result else 0.0,
             "net_score": result.net_score if result else 0.0, "n_tool_calls": n_calls,
+            "n_real_tool_calls": n_real, "discover_mode": self._mode,
             "n_steps": sum(m["role"] == "assistant" for m in messages),
             "services": self._task.services, "domain": self._task.domain,
             "capabilities": self._task.capabilities,
@@ -162,29 +164,29 @@ class CompoWorldToolEnv(_ToolEnvBase):
     """
 
     def list_services(self) -> str:
-        """List the services available, with their domain and description."""
+        """List the names of the services available."""
         return self._step("list_services", {})
 
     def list_tools(self, service: str) -> str:
-        """List the tools of one service (qualified names and descriptions).
+        """List the tools of one service, with their descriptions.
 
         Args:
             service: A service name from list_services.
         """
         return self._step("list_tools", {"service": service})
 
-    def describe_tool(self, name: str) -> str:
-        """Show a tool's description and JSON-schema parameters.
+    def describe_tool(self, tool: str) -> str:
+        """Show a tool's description and the JSON schema of its parameters.
 
         Args:
-            name: A qualified tool name, `<service>__<tool>`.
+            tool: A tool name from list_tools, such as flights__search_flights.
         """
-        return self._step("describe_tool", {"name": name})
+        return self._step("describe_tool", {"tool": tool})
 
 
 class CompoWorldDirectToolEnv(_ToolEnvBase):
     """Direct mode: the observation lists the task's tools (with their JSON schemas) and the
-    model calls them through ``call_tool(name, arguments)``.
+    model calls them through ``call_tool(tool_name, arguments)``.
 
     Args:
         max_steps: Tool calls per episode; later calls get an error envelope.
@@ -197,7 +199,7 @@ class CompoWorldDirectToolEnv(_ToolEnvBase):
         assert self._task is not None
         listing = "\n".join(json.dumps(t["function"], separators=(",", ":"))
                             for t in self._tools)
-        return (f"{self._task.instruction}\n\nCall these tools with call_tool(name, "
+        return (f"{self._task.instruction}\n\nCall these tools with call_tool(tool_name, "
                 f"arguments):\n{listing}")
 
 
