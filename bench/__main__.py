@@ -9,6 +9,9 @@ BENCHMARKS = {
                 "python -m bench.compose [--quick] [--workers K] [--out FILE]"),
     "reward": ("scoring time of hostile replies (1 MB, numbers only, look-alike digits) and "
                "what exploit agents score", "python -m bench.reward [--quick] [--out FILE]"),
+    "evaluate": ("episodes/s through compoenv eval's runner against a loopback endpoint that "
+                 "answers at once (env, agent and runner cost, not a model's)",
+                 "python -m bench.evaluate [--quick] [--out FILE]"),
     "hostile": ("step cost and memory under hostile actions (52 large writes a step, 1 MB "
                 "arguments, tiny-call floods, not-JSON objects) and an RSS soak",
                 "python -m bench.hostile [--quick] [--out FILE]"),

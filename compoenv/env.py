@@ -6,7 +6,7 @@ import dataclasses
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import gymnasium as gym
 
@@ -44,6 +44,18 @@ def _listing_of(specs: Any) -> Listing:
     """The tools in OpenAI format: as they are (to render) and a read-only copy (for info)."""
     plain = tuple(spec.to_openai() for spec in specs)
     return plain, frozen(plain)
+
+
+def _reasoning(action: Any) -> str | None:
+    """The ``reasoning_content`` of a message-shaped action, if it has text there (a hostile
+    mapping that raises has none)."""
+    if not isinstance(action, Mapping):
+        return None
+    try:
+        reasoning = action.get("reasoning_content")
+    except Exception:  # noqa: BLE001  any object may come in as an action
+        return None
+    return reasoning[:MAX_ACTION_CHARS] if isinstance(reasoning, str) else None
 
 
 @lru_cache(maxsize=512)
@@ -238,6 +250,9 @@ class CompoWorldEnv(gym.Env[str, str]):
         self._steps += 1
         parsed = parse_action(action, self._schemas)
         message: dict[str, Any] = {"role": "assistant", "content": parsed.content}
+        reasoning = _reasoning(action)
+        if reasoning:  # a model's thinking, kept for SFT data
+            message["reasoning_content"] = reasoning
         self.messages.append(message)
         if parsed.is_final:
             self._last_obs = ""

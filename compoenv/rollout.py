@@ -1,15 +1,18 @@
-"""Episode runner: plays agents in envs, here or over processes or Ray, surviving lost workers."""
+"""Episode runner: plays agents in envs, here or over processes or Ray, surviving lost workers;
+and async (model) agents, many episodes at once over one endpoint."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import os
+import time
 import traceback
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 from compoenv.agents import Agent, OracleAgent
 from compoenv.env import CompoWorldEnv
@@ -20,8 +23,9 @@ from compoenv.rollout_workers import (Backend, Episode, InProcess, Lost, Process
 from compoenv.task import Task
 from compoenv.trajectory import call_counts, discover_mode
 
-__all__ = ["run_episode", "run_episodes", "run_rollouts", "AgentFactory", "RolloutError",
-           "Rollouts", "RolloutStats"]
+__all__ = ["run_episode", "run_episodes", "run_rollouts", "play_episode", "play_concurrently",
+           "episode_record", "AsyncAgent", "AgentFactory", "RolloutError", "Rollouts",
+           "RolloutStats"]
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +45,13 @@ def run_episode(env: CompoWorldEnv, agent: Agent, *, seed: int | None = None,
     terminated = truncated = False
     while not (terminated or truncated):
         obs, _, terminated, truncated, info = env.step(agent.act(obs, info))
+    return episode_record(info, terminated, rollout_idx, source)
+
+
+def episode_record(info: dict[str, Any], terminated: bool, rollout_idx: int,
+                   source: str) -> dict[str, Any]:
+    """The trajectory record of an episode that ended with ``info`` (terminated by a final
+    reply, else truncated at the step limit)."""
     task = info["task"]
     messages = list(info["messages"])
     n_calls, n_real = call_counts(messages)
@@ -60,6 +71,76 @@ def run_episode(env: CompoWorldEnv, agent: Agent, *, seed: int | None = None,
         },
         "source": source,
     }
+
+
+class AsyncAgent(Protocol):
+    """An agent that answers a transcript asynchronously (``compoenv.agents.endpoint``):
+    ``respond(messages, tools)`` gives a Turn whose ``message`` is the next action."""
+
+    name: str
+
+    async def respond(self, messages: Sequence[dict[str, Any]],
+                      tools: Sequence[dict[str, Any]]) -> Any: ...
+
+
+async def play_episode(agent: AsyncAgent, task: Task, env: CompoWorldEnv, *,
+                       rollout_idx: int = 0, source: str = "compoenv") -> dict[str, Any]:
+    """One episode of ``task`` with an async agent, in ``env`` (reset here). The record's
+    ``meta`` also holds the tokens the episode cost, its seconds and the model.
+
+    An agent that gives up (an endpoint that fails every retry) ends the episode as a
+    failure record (``rollout_results.failure_record``) naming the reason; anything else
+    the agent raises propagates.
+    """
+    from compoenv.agents.endpoint import EndpointError
+
+    start = time.perf_counter()
+    _, info = env.reset(options={"task": task})
+    terminated = truncated = False
+    prompt = completion = 0
+    while not (terminated or truncated):
+        try:
+            turn = await agent.respond(info["messages"], info["tools"])
+        except EndpointError as exc:
+            record = failure_record(task, rollout_idx, source, "EndpointError", str(exc), 1)
+            record["meta"].update(model=agent.name, seconds=round(time.perf_counter() - start, 3))
+            return record
+        prompt, completion = prompt + turn.prompt_tokens, completion + turn.completion_tokens
+        _, _, terminated, truncated, info = env.step(turn.message)
+    record = episode_record(info, terminated, rollout_idx, source)
+    record["meta"].update(model=agent.name, prompt_tokens=prompt, completion_tokens=completion,
+                          seconds=round(time.perf_counter() - start, 3))
+    return record
+
+
+async def play_concurrently(agent: AsyncAgent, episodes: Iterable[tuple[Task, int]], *,
+                            concurrency: int = 32, env_kwargs: Mapping[str, Any] | None = None,
+                            source: str = "compoenv",
+                            on_record: Callable[[dict[str, Any]], None] | None = None,
+                            ) -> list[dict[str, Any]]:
+    """Play (task, rollout index) episodes with at most ``concurrency`` in flight, each in an
+    env of its own slot (envs are reused, never shared by two episodes at once). Records come
+    back in the order of ``episodes``; ``on_record`` sees each as soon as it is done (in the
+    order they finish), so a caller can stream them to disk."""
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+    kwargs = dict(env_kwargs or {})
+    free: list[CompoWorldEnv] = []
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(task: Task, rollout_idx: int) -> dict[str, Any]:
+        async with gate:
+            env = free.pop() if free else CompoWorldEnv(**kwargs)
+            try:
+                record = await play_episode(agent, task, env, rollout_idx=rollout_idx,
+                                            source=source)
+            finally:
+                free.append(env)
+            if on_record is not None:
+                on_record(record)
+            return record
+
+    return list(await asyncio.gather(*(one(t, r) for t, r in episodes)))
 
 
 def run_episodes(env: CompoWorldEnv, agent: Agent, indices: Iterable[int],

@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["MODES", "ChatServer", "Received", "echo"]
+__all__ = ["MODES", "ChatServer", "OraclePolicy", "Received", "echo"]
 
 MODES = ("ok", "down", "slow", "trickle", "http_500", "http_500_then_ok", "http_429_then_ok",
          "non_json", "huge", "schema_violation", "reject_response_format")
-Responder = Callable[[dict[str, Any]], str]
+# the reply's content, or a whole assistant message (content, tool_calls, reasoning_content)
+Responder = Callable[[dict[str, Any]], "str | dict[str, Any]"]
 
 
 def echo(request: dict[str, Any]) -> str:
@@ -56,7 +57,8 @@ class ChatServer:
             "non_json": a text/html page; "huge": a valid completion over 300 KB;
             "schema_violation": JSON that is not a chat completion;
             "reject_response_format": HTTP 400 when the request has ``response_format``.
-        responder: Builds the reply content from the request JSON (default: ``echo``).
+        responder: Builds the reply from the request JSON: its content, or a whole assistant
+            message with ``tool_calls`` and ``reasoning_content`` (default: ``echo``).
         model: The model name the server reports.
         slow_s: Delay of "slow" mode (keep it above the client's timeout).
         trickle_s: Pause between the chunks of "trickle" mode.
@@ -77,6 +79,7 @@ class ChatServer:
         self.max_requests = max_requests
         self.lifetime_s = lifetime_s
         self.received: list[Received] = []
+        self.in_flight = self.most_in_flight = 0  # chat requests being answered at once
         self._mode = "ok"
         self._failed = 0
         self._lock = threading.Lock()
@@ -186,9 +189,43 @@ class ChatServer:
         return _json(200, _completion(content, body, self.model))
 
 
+class OraclePolicy:
+    """A responder that plays the oracle as a model would: the next solution call of the task
+    the request is about (told by its user message), then the final report. ``fmt``:
+    "native" tool calls or "hermes" text (with a ``<think>`` block); every ``fail_every``-th
+    task gets a wrong final answer, so scores vary."""
+
+    def __init__(self, tasks: list[Any], fmt: str = "native", mode: str = "gateway",
+                 fail_every: int = 0) -> None:
+        self.by_instruction = {t.instruction: t for t in tasks}
+        self.order = {t.id: i for i, t in enumerate(tasks)}
+        self.fmt, self.mode, self.fail_every = fmt, mode, fail_every
+
+    def __call__(self, request: dict[str, Any]) -> str | dict[str, Any]:
+        messages = request["messages"]
+        task = self.by_instruction[next(m["content"] for m in messages if m["role"] == "user")]
+        step = sum(m["role"] == "assistant" for m in messages)
+        if step >= len(task.solution):
+            wrong = self.fail_every and self.order[task.id] % self.fail_every == 0
+            from compoenv.compose.verify import oracle_message
+
+            return {"content": "I could not finish." if wrong else oracle_message(task),
+                    "reasoning_content": "All calls are made; time to report."}
+        call = task.solution[step]
+        name, args = (("call_tool", {"tool_name": call.name, "arguments": call.arguments})
+                      if self.mode == "gateway" else (call.name, call.arguments))
+        if self.fmt == "native":
+            return {"content": "", "tool_calls": [{"id": f"call_{step}", "type": "function",
+                                                   "function": {"name": name,
+                                                                "arguments": json.dumps(args)}}]}
+        body = json.dumps({"name": name, "arguments": args})
+        return f"<think>Step {step}.</think><tool_call>\n{body}\n</tool_call>"
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    request_queue_size = 256  # hundreds of episodes connect at once: none may be refused
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a client that gave up (timeout) is expected here, not an error
@@ -220,7 +257,14 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
             if self.path.rstrip("/") != "/v1/chat/completions":
                 self._send(*_error(404, f"no route {self.path}", "NotFoundError"))
                 return
-            self._send(*server.reply(body))
+            with server._lock:
+                server.in_flight += 1
+                server.most_in_flight = max(server.most_in_flight, server.in_flight)
+            try:
+                self._send(*server.reply(body))
+            finally:
+                with server._lock:
+                    server.in_flight -= 1
 
         def _headers(self) -> dict[str, str]:
             return {k.lower(): v for k, v in self.headers.items()}
@@ -256,14 +300,18 @@ def _error(status: int, message: str, kind: str) -> tuple[int, str, bytes]:
     return _json(status, {"object": "error", "message": message, "type": kind, "code": status})
 
 
-def _completion(content: str, request: dict[str, Any], model: str) -> dict[str, Any]:
+def _completion(reply: str | dict[str, Any], request: dict[str, Any], model: str
+                ) -> dict[str, Any]:
+    message = {"role": "assistant", **reply} if isinstance(reply, dict) else {
+        "role": "assistant", "content": reply}
+    content = message.get("content") or ""
     prompt = sum(len(str(m.get("content", "")).split()) for m in request.get("messages", []))
-    completion = len(content.split())
+    completion = len(content.split()) + len(json.dumps(message.get("tool_calls") or []).split())
     return {
         "id": f"chatcmpl-{time.monotonic_ns()}", "object": "chat.completion",
         "created": int(time.time()), "model": request.get("model") or model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                     "finish_reason": "stop"}],
+        "choices": [{"index": 0, "message": message,
+                     "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
         "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
                   "total_tokens": prompt + completion},
     }

@@ -48,3 +48,13 @@ def test_reward_bench_times_hostile_replies_and_scores_exploit_agents(tmp_path: 
     assert result["exploits"]["direct/oracle"]["rubric_mean"] == 1.0
     assert result["exploits"]["gateway/idle"]["rubric_mean"] == 0.0
     assert set(result["meets"]) == set(result["targets"])
+
+
+def test_eval_bench_plays_every_episode_through_a_loopback_endpoint() -> None:
+    proc = subprocess.run([sys.executable, "-m", "bench.evaluate", "--quick"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout)
+    assert result["episodes"] == 40 and result["errored_episodes"] == 0
+    assert result["pass_rate"] == 1.0 and result["most_requests_in_flight"] >= 2
+    assert {"episodes_per_s", "requests_per_s", "peak_rss_growth_mb"} <= set(result)

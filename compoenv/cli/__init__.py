@@ -1,7 +1,7 @@
 """The ``compoenv`` command: one module per subcommand group, errors as one line each.
 
 Subcommands: ``demo``, ``generate``, ``services``, ``scenarios``, ``doctor``, ``graph``, ``sft``, ``export``,
-``import``. A usage error or a bad input file ends with ``Error: ...`` and the fix, exit status
+``import``, ``lint``, ``eval``. A usage error or a bad input file ends with ``Error: ...`` and the fix, exit status
 1 or 2, never a traceback (``CompoenvGroup.invoke`` is the one place that translates them).
 """
 
@@ -44,6 +44,7 @@ def main() -> None:
 def _register() -> None:
     from compoenv.cli.demo import demo
     from compoenv.cli.doctor import doctor
+    from compoenv.cli.evaluate import evaluate_command
     from compoenv.cli.export import export
     from compoenv.cli.generate import generate
     from compoenv.cli.importing import import_
@@ -53,7 +54,7 @@ def _register() -> None:
     from compoenv.cli.sft import sft
 
     for command in (demo, generate, services, scenarios, graph, sft, export, import_, doctor,
-                    lint):
+                    lint, evaluate_command):
         main.add_command(command)
 
 

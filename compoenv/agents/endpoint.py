@@ -1,0 +1,217 @@
+"""An agent behind any OpenAI-compatible ``/v1/chat/completions`` endpoint (vLLM, SGLang,
+hosted APIs), asynchronous so that one endpoint serves hundreds of episodes at once.
+
+Tool calls go out natively (``tools=`` in the request, ``tool_calls`` in the reply) or as text
+in the formats open models are trained on (``hermes``: ``<tool_call>{json}</tool_call>``,
+``qwen3_coder``: ``<function=...><parameter=...>``); the env parses whichever comes back. A
+reply's reasoning (``reasoning_content``, or a ``<think>`` block) is kept in the trajectory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal, Sequence
+
+from compoenv.actions import ToolCall, render_calls
+from compoenv.llm import _import_openai, _one_line
+from compoenv.prompts import tools_block
+
+__all__ = ["EndpointAgent", "EndpointError", "Turn", "TOOL_FORMATS"]
+
+TOOL_FORMATS = ("native", "hermes", "qwen3_coder")
+_THINK = re.compile(r"^\s*<think>(.*?)</think>\s*", re.DOTALL)
+_RETRYABLE = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+
+class EndpointError(Exception):
+    """The endpoint gave no usable reply after every retry (``reason``: "timeout",
+    "unreachable", "http_<code>", "bad_response")."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason, self.detail = reason, detail
+
+
+@dataclass
+class Turn:
+    """One reply: the assistant message for ``env.step`` (content, optional
+    ``reasoning_content`` and ``tool_calls``), the tokens it cost and how long it took."""
+
+    message: dict[str, Any]
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    attempts: int = 1
+    finish_reason: str | None = None
+
+
+@dataclass
+class EndpointAgent:
+    """Plays episodes with a model behind an OpenAI-compatible endpoint.
+
+    Args:
+        base_url: The API root, e.g. ``http://localhost:8000/v1``.
+        model: The model name the endpoint serves.
+        api_key: Sent as a bearer token (servers without auth ignore it).
+        tool_format: "native" (the endpoint's tool calling), "hermes" or "qwen3_coder" (the
+            tools listed in the system prompt, calls written as text).
+        temperature: Sampling temperature.
+        max_tokens: Most tokens per reply.
+        timeout_s: Seconds one request may take.
+        max_retries: Retries of a request that timed out, could not connect or got a 408,
+            409, 429 or 5xx, with exponential backoff from ``backoff_s``.
+        extra_body: More request fields (``top_p``, ``chat_template_kwargs``, ...), sent as
+            they are.
+    """
+
+    base_url: str
+    model: str
+    api_key: str = "EMPTY"
+    tool_format: Literal["native", "hermes", "qwen3_coder"] = "native"
+    temperature: float = 0.0
+    max_tokens: int = 2048
+    timeout_s: float = 120.0
+    max_retries: int = 3
+    backoff_s: float = 0.5
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    _client: Any = field(default=None, init=False, repr=False)
+    _http: Any = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.tool_format not in TOOL_FORMATS:
+            raise ValueError(f"tool_format must be one of {TOOL_FORMATS}, got "
+                             f"{self.tool_format!r}")
+        if self.max_retries < 0 or self.timeout_s <= 0:
+            raise ValueError("need max_retries >= 0 and timeout_s > 0")
+
+    @property
+    def name(self) -> str:
+        return f"{self.model} ({self.tool_format})"
+
+    def client(self) -> Any:
+        """The async HTTP client (httpx, which the openai package brings; made on first use:
+        it belongs to the running loop). Requests go out as plain JSON: the openai SDK's
+        typed request and response models cost milliseconds per call, more than an episode
+        step."""
+        if self._client is None:
+            _, http = _import_openai()
+            self._http = http
+            self._client = http.AsyncClient(
+                base_url=self.base_url.rstrip("/") + "/", timeout=self.timeout_s,
+                headers={"Authorization": f"Bearer {self.api_key}"},
+                limits=http.Limits(max_connections=None, max_keepalive_connections=256))
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def respond(self, messages: Sequence[dict[str, Any]],
+                      tools: Sequence[dict[str, Any]]) -> Turn:
+        """The model's next turn in an episode whose transcript is ``messages`` (the env's
+        ``info["messages"]``) and whose tools are ``tools`` (``info["tools"]``).
+
+        Raises:
+            EndpointError: no usable reply after every retry.
+        """
+        request: dict[str, Any] = {"model": self.model, "messages": self.request_messages(
+            messages, tools), "temperature": self.temperature, "max_tokens": self.max_tokens}
+        if self.tool_format == "native" and tools:
+            request["tools"] = list(tools)
+        request.update(self.extra_body)
+        start = time.perf_counter()
+        reply, attempts = await self._complete(request)
+        turn = _turn(reply)
+        turn.seconds, turn.attempts = time.perf_counter() - start, attempts
+        return turn
+
+    def request_messages(self, messages: Sequence[dict[str, Any]],
+                         tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The transcript as this endpoint is sent it: native tool calls as they are; in a
+        text format, the tools listed in the system prompt and earlier calls written back as
+        the text the model wrote."""
+        if self.tool_format == "native":
+            return [{k: v for k, v in m.items() if k != "reasoning_content"} for m in messages]
+        out = []
+        for m in messages:
+            if m["role"] == "system":
+                out.append({"role": "system", "content": f"{m['content']}\n\n{tools_block(tools)}"})
+            elif m["role"] == "assistant" and m.get("tool_calls"):
+                calls = [ToolCall(c["function"]["name"], _arguments(c["function"]["arguments"]),
+                                  c["id"]) for c in m["tool_calls"]]
+                out.append({"role": "assistant", "content": render_calls(
+                    calls, self.tool_format, m.get("content") or "")})
+            else:
+                out.append({k: v for k, v in m.items() if k != "reasoning_content"})
+        return out
+
+    async def _complete(self, request: dict[str, Any]) -> tuple[dict[str, Any], int]:
+        client = self.client()
+        http = self._http
+        for attempt in range(self.max_retries + 1):
+            try:
+                response = await client.post("chat/completions", json=request)
+                if response.status_code == 200:
+                    return response.json(), attempt + 1
+                reason, retry = f"http_{response.status_code}", response.status_code in _RETRYABLE
+                detail = _one_line(response.text)
+            except http.TimeoutException as exc:
+                reason, retry, detail = "timeout", True, _one_line(f"{type(exc).__name__} {exc}")
+            except http.TransportError as exc:
+                reason, retry, detail = "unreachable", True, _one_line(f"{type(exc).__name__} "
+                                                                       f"{exc}")
+            except ValueError as exc:  # a 200 whose body is not JSON
+                reason, retry, detail = "bad_response", False, _one_line(str(exc))
+            if not retry or attempt == self.max_retries:
+                raise EndpointError(reason, detail)
+            await asyncio.sleep(self.backoff_s * 2 ** attempt)
+        raise AssertionError("unreachable")
+
+
+def _turn(reply: Any) -> Turn:
+    """A chat completion (JSON) as a Turn; one with no ``choices[0].message`` is bad, and
+    tool calls that are not ``{function: {name, arguments}}`` are passed on for the env to
+    answer with an error envelope."""
+    choices = reply.get("choices") if isinstance(reply, dict) else None
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    message = choice.get("message") if isinstance(choice, dict) else None
+    if not isinstance(message, dict):
+        raise EndpointError("bad_response", "the reply has no choices[0].message")
+    content = message.get("content") if isinstance(message.get("content"), str) else ""
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    if not reasoning and (think := _THINK.match(content)):
+        reasoning, content = think.group(1).strip(), content[think.end():]
+    out: dict[str, Any] = {"role": "assistant", "content": content}
+    if isinstance(reasoning, str) and reasoning:
+        out["reasoning_content"] = reasoning
+    calls = message.get("tool_calls")
+    if isinstance(calls, list) and calls:
+        out["tool_calls"] = [_call(c, i) for i, c in enumerate(calls)]
+    usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
+    return Turn(out, int(usage.get("prompt_tokens") or 0),
+                int(usage.get("completion_tokens") or 0),
+                finish_reason=choice.get("finish_reason"))
+
+
+def _call(call: Any, index: int) -> dict[str, Any]:
+    function = call.get("function") if isinstance(call, dict) else None
+    function = function if isinstance(function, dict) else {}
+    arguments = function.get("arguments")
+    return {"id": str(call.get("id") or f"call_{index}") if isinstance(call, dict)
+            else f"call_{index}", "type": "function",
+            "function": {"name": str(function.get("name") or ""),
+                         "arguments": arguments if isinstance(arguments, str)
+                         else json.dumps(arguments if arguments is not None else {})}}
+
+
+def _arguments(text: Any) -> dict[str, Any]:
+    try:
+        value = json.loads(text) if isinstance(text, str) else text
+    except json.JSONDecodeError:
+        return {"_raw": text}
+    return value if isinstance(value, dict) else {"_raw": value}

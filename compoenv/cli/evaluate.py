@@ -1,0 +1,89 @@
+"""``compoenv eval``: measure a model on a task set.
+
+    compoenv eval --tasks tasks.jsonl --base-url http://localhost:8000/v1 --model NAME \\
+        -k 4 --concurrency 32 -o runs/NAME/
+
+Every task is played k times by the model behind the OpenAI-compatible endpoint; each
+episode is appended to ``runs/NAME/trajectories.jsonl`` as it ends, and ``results.json``
+(pass rate, mean score, pass@k, pass^k, breakdowns, tool errors, tokens, time, noise floor)
+is written at the end. Run the same command again to resume an interrupted run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from compoenv.cli.common import require
+
+__all__ = ["evaluate_command"]
+
+
+@click.command("eval")
+@click.option("--tasks", "tasks_path", type=click.Path(exists=True, dir_okay=False),
+              required=True, help="The tasks to play (JSONL, from compoenv generate).")
+@click.option("--base-url", required=True,
+              help="The endpoint's API root, e.g. http://localhost:8000/v1.")
+@click.option("--model", required=True, help="The model name the endpoint serves.")
+@click.option("-o", "--out", "out", type=click.Path(file_okay=False), required=True,
+              help="The run's folder (resumed when it holds episodes).")
+@click.option("-k", "k", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Episodes per task.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=32, show_default=True,
+              help="Episodes in flight at once.")
+@click.option("--mode", type=click.Choice(["gateway", "direct"]), default="gateway",
+              show_default=True, help="Meta-tools over services and distractors, or the "
+                                      "task's own tools.")
+@click.option("--tool-format", type=click.Choice(["native", "hermes", "qwen3_coder"]),
+              default="native", show_default=True,
+              help="The endpoint's tool calling, or tools listed in the prompt and calls "
+                   "written as text.")
+@click.option("--max-steps", type=click.IntRange(min=1), default=30, show_default=True,
+              help="Model turns per episode.")
+@click.option("--temperature", type=click.FloatRange(min=0), default=0.0, show_default=True)
+@click.option("--max-tokens", type=click.IntRange(min=1), default=2048, show_default=True,
+              help="Most tokens per model turn.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True),
+              default=120.0, show_default=True, help="Seconds per request.")
+@click.option("--retries", type=click.IntRange(min=0), default=3, show_default=True,
+              help="Retries of a request that timed out or got a 429 or 5xx.")
+@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True,
+              help="The environment variable holding the endpoint's key (none: no key).")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON on stdout.")
+def evaluate_command(tasks_path: str, base_url: str, model: str, out: str, k: int,
+                     concurrency: int, mode: str, tool_format: str, max_steps: int,
+                     temperature: float, max_tokens: int, timeout_s: float, retries: int,
+                     api_key_env: str, as_json: bool) -> None:
+    """Play a model on a task set k times and write its trajectories and results."""
+    require("openai", "llm", "compoenv eval")
+    from compoenv.agents.endpoint import EndpointAgent
+    from compoenv.evaluation import evaluate
+
+    agent = EndpointAgent(base_url=base_url, model=model,
+                          api_key=os.environ.get(api_key_env) or "EMPTY",
+                          tool_format=tool_format, temperature=temperature,
+                          max_tokens=max_tokens, timeout_s=timeout_s, max_retries=retries)
+    results = evaluate(tasks_path, agent, out, k=k, concurrency=concurrency, mode=mode,
+                       max_steps=max_steps, progress=not as_json)
+    if as_json:
+        click.echo(json.dumps(results))
+        return
+    table = Table(title=f"{model} on {results['tasks']} tasks x {k} -> {out}")
+    table.add_column("measure")
+    table.add_column("value")
+    rows = [("pass rate", f"{results['pass_rate']:.1%}"),
+            ("mean rubric score", f"{results['mean_score']:.3f}"),
+            ("pass@k", "  ".join(f"@{j} {v:.1%}" for j, v in results["pass_at_k"].items())),
+            ("pass^k", "  ".join(f"^{j} {v:.1%}" for j, v in results["pass_hat_k"].items())),
+            ("noise floor (std of repeat means)", f"{results['noise_floor']['std']:.3f}"),
+            ("errored episodes", str(results["errored_episodes"])),
+            ("tool error rate", f"{results['tool_error_rate']:.1%}"),
+            ("tokens per episode", str(results["tokens"]["per_episode"])),
+            ("episodes/s", str(results["run"]["episodes_per_s"]))]
+    for row in rows:
+        table.add_row(*row)
+    Console().print(table)

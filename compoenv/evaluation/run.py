@@ -1,0 +1,136 @@
+"""One evaluation run: every task played k times by an async agent, each episode streamed to
+``trajectories.jsonl`` as it ends, then ``results.json``; a run on a folder that already
+holds episodes resumes (those are kept, not played again)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from compoenv.evaluation.metrics import summarize
+from compoenv.registry import Registry
+from compoenv.rollout import AsyncAgent, play_concurrently
+from compoenv.rollout_results import RolloutStream
+from compoenv.task import Task
+from compoenv.task_check import load_checked
+
+__all__ = ["evaluate", "TRAJECTORIES", "ERRORS", "RESULTS"]
+
+TRAJECTORIES, ERRORS, RESULTS = "trajectories.jsonl", "errors.jsonl", "results.json"
+
+
+def evaluate(tasks: str | Path | Sequence[Task | dict[str, Any]], agent: AsyncAgent,
+             out: str | Path, *, k: int = 1, concurrency: int = 32, mode: str = "gateway",
+             max_steps: int = 30, world_model: Any = None, progress: bool = False,
+             registry: Registry | None = None) -> dict[str, Any]:
+    """Play every task ``k`` times and write the run to the folder ``out``.
+
+    ``out/trajectories.jsonl`` gets each finished episode (the trajectory format) as soon as
+    it ends; episodes the endpoint could not serve go to ``out/errors.jsonl`` and are played
+    again by the next run on ``out``; ``out/results.json`` holds ``metrics.summarize`` of
+    every episode (those of earlier runs on ``out`` included) and the run's settings.
+
+    Returns:
+        The results (what ``results.json`` holds).
+
+    Raises:
+        TaskFileError: a task line is broken or cannot be played on this library.
+        ValueError: bad counts, or tasks with repeated ids.
+    """
+    if k < 1 or concurrency < 1 or max_steps < 1:
+        raise ValueError(f"need k, concurrency and max_steps >= 1, got k={k}, "
+                         f"concurrency={concurrency}, max_steps={max_steps}")
+    registry = registry or Registry.default()
+    loaded = load_checked(tasks, registry)
+    by_id = {t.id: t for t in loaded}
+    if len(by_id) != len(loaded):
+        raise ValueError("tasks need distinct ids (a run resumes by task id and repeat)")
+    folder = Path(out)
+    stream = RolloutStream(folder / TRAJECTORIES)
+    saved = stream.load()
+    todo = [(t, r) for t in loaded for r in range(k) if (t.id, r) not in saved]
+    failures: list[dict[str, Any]] = []
+    bar = _Progress(len(loaded) * k, len(saved), enabled=progress)
+    start = time.perf_counter()
+
+    def done(record: dict[str, Any]) -> None:
+        if "error" in record:
+            failures.append(record)
+        else:
+            stream.append(record)
+        bar.advance(record)
+
+    env_kwargs = {"mode": mode, "max_steps": max_steps, "world_model": world_model,
+                  "registry": registry}
+    try:
+        with bar:
+            records = asyncio.run(_play(agent, todo, concurrency, env_kwargs, done))
+    finally:
+        stream.close()
+    seconds = time.perf_counter() - start
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ERRORS, "w", encoding="utf-8") as fh:  # this run's failures only
+        for record in failures:
+            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+    every = [saved[(t.id, r)] if (t.id, r) in saved else None for t in loaded for r in range(k)]
+    fresh = iter(records)
+    every = [r if r is not None else next(fresh) for r in every]
+    results = summarize(every, {tid: t.model_dump(mode="json") for tid, t in by_id.items()}, k)
+    results["run"] = {"model": getattr(agent, "name", type(agent).__name__), "mode": mode,
+                      "max_steps": max_steps, "k": k, "concurrency": concurrency,
+                      "resumed_episodes": len(saved), "played_episodes": len(todo),
+                      "seconds": round(seconds, 2),
+                      "episodes_per_s": round(len(todo) / seconds, 2) if seconds else 0.0}
+    (folder / RESULTS).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    return results
+
+
+async def _play(agent: AsyncAgent, todo: list[tuple[Task, int]], concurrency: int,
+                env_kwargs: dict[str, Any], done: Any) -> list[dict[str, Any]]:
+    try:
+        return await play_concurrently(agent, todo, concurrency=concurrency,
+                                       env_kwargs=env_kwargs, source="compoenv-eval",
+                                       on_record=done)
+    finally:
+        close = getattr(agent, "aclose", None)
+        if close is not None:
+            await close()
+
+
+class _Progress:
+    """A progress bar on stderr: episodes done, running pass rate and score, episodes/s."""
+
+    def __init__(self, total: int, resumed: int, enabled: bool) -> None:
+        self.total, self.done, self.passed, self.score = total, resumed, 0, 0.0
+        self.played, self.enabled, self._bar, self._task = 0, enabled, None, None
+
+    def __enter__(self) -> _Progress:
+        if self.enabled:
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                       TimeElapsedColumn)
+
+            self._bar = Progress(TextColumn("eval"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("{task.fields[status]}"), TimeElapsedColumn(),
+                                 transient=False)
+            self._bar.start()
+            self._task = self._bar.add_task("eval", total=self.total, completed=self.done,
+                                            status="")
+        self._start = time.perf_counter()
+        return self
+
+    def advance(self, record: dict[str, Any]) -> None:
+        self.done, self.played = self.done + 1, self.played + 1
+        self.passed += int(record["meta"]["score"])
+        self.score += record["meta"]["rubric_score"]
+        if self._bar is not None:
+            rate = self.played / max(time.perf_counter() - self._start, 1e-9)
+            status = (f"pass {self.passed / self.played:.1%}  score "
+                      f"{self.score / self.played:.3f}  {rate:.1f} ep/s")
+            self._bar.update(self._task, completed=self.done, status=status)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()

@@ -1,0 +1,128 @@
+"""compoenv eval end to end against the loopback chat server playing a scripted policy: the
+endpoint agent (native and text tool calls), the concurrent runner, results, resume, faults."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from chat_server import ChatServer, OraclePolicy as Policy
+from click.testing import CliRunner
+
+from compoenv.agents.endpoint import EndpointAgent
+from compoenv.cli import main
+from compoenv.evaluation import evaluate, pass_at_k, pass_hat_k
+from compoenv.task import Task, save_tasks
+from compoenv.trajectory import Trajectory
+
+
+@pytest.fixture(scope="module")
+def tasks(tasks50: list[Task]) -> list[Task]:
+    return tasks50[:6]
+
+
+def _agent(server: ChatServer, fmt: str = "native", **kw: Any) -> EndpointAgent:
+    return EndpointAgent(base_url=server.url, model=server.model, tool_format=fmt,
+                         backoff_s=0.01, **kw)
+
+
+@pytest.mark.parametrize("fmt", ["native", "hermes"])
+def test_a_scripted_model_plays_every_task_k_times_and_the_results_add_up(tmp_path, tasks, fmt):
+    policy = Policy(tasks, fmt=fmt, fail_every=3)
+    with ChatServer(responder=policy, max_requests=2000) as server:
+        results = evaluate(tasks, _agent(server, fmt), tmp_path, k=2, concurrency=4)
+    lines = (tmp_path / "trajectories.jsonl").read_text().splitlines()
+    assert len(lines) == 12
+    for line in lines:  # the published sample's format, reasoning kept
+        record = Trajectory.model_validate_json(line)
+        assert record.meta.discover_mode == "gateway" and record.meta.n_real_tool_calls
+        assert any(m.role == "assistant" and m.reasoning_content for m in record.messages)
+    # tasks 0 and 3 get a wrong report: those that ask for values fail every time
+    failing = {t.id for t in (tasks[0], tasks[3]) if t.answer}
+    assert failing
+    expected = sum(t.id not in failing for t in tasks) / len(tasks)
+    assert results["pass_rate"] == pytest.approx(expected, abs=1e-4)
+    assert results["pass_at_k"] == {"1": pytest.approx(expected, abs=1e-4),
+                                    "2": pytest.approx(expected, abs=1e-4)}
+    assert results["noise_floor"]["std"] == 0.0  # a deterministic policy: no spread
+    assert results["errored_episodes"] == 0 and results["tasks"] == 6
+    assert results["tokens"]["prompt"] > 0 and results["run"]["played_episodes"] == 12
+    assert set(results["breakdowns"]) == {"capability", "domain", "hops", "mode"}
+    assert json.loads((tmp_path / "results.json").read_text())["pass_rate"] == \
+        results["pass_rate"]
+
+
+def test_episodes_overlap_on_one_endpoint(tmp_path, tasks):
+    with ChatServer(responder=Policy(tasks), max_requests=2000, mode="slow",
+                    slow_s=0.05) as server:
+        evaluate(tasks, _agent(server), tmp_path, k=1, concurrency=6)
+        assert server.most_in_flight >= 3  # requests really ran side by side
+
+
+def test_a_run_resumes_where_it_stopped_without_losing_or_repeating(tmp_path, tasks):
+    with ChatServer(responder=Policy(tasks), max_requests=2000) as server:
+        evaluate(tasks[:3], _agent(server), tmp_path, k=2)
+        first = (tmp_path / "trajectories.jsonl").read_text().splitlines()
+        served = len(server.bodies)
+        again = evaluate(tasks, _agent(server), tmp_path, k=2)
+        lines = (tmp_path / "trajectories.jsonl").read_text().splitlines()
+    assert lines[:len(first)] == first and len(lines) == 12
+    keys = [(json.loads(x)["meta"]["task_id"], json.loads(x)["meta"]["rollout_idx"])
+            for x in lines]
+    assert len(set(keys)) == 12
+    assert again["run"]["resumed_episodes"] == 6 and again["run"]["played_episodes"] == 6
+    assert len(server.bodies) > served
+
+
+def test_a_failing_endpoint_is_an_errored_episode_and_the_next_run_plays_it(tmp_path, tasks):
+    with ChatServer(responder=Policy(tasks), max_requests=2000, mode="http_500") as server:
+        results = evaluate(tasks[:2], _agent(server, max_retries=1), tmp_path, k=1)
+        assert results["errored_episodes"] == 2 and results["pass_rate"] == 0.0
+        errors = (tmp_path / "errors.jsonl").read_text().splitlines()
+        assert len(errors) == 2 and "http_500" in json.loads(errors[0])["error"]["message"]
+        assert not (tmp_path / "trajectories.jsonl").exists() or \
+            not (tmp_path / "trajectories.jsonl").read_text()
+        server.mode = "ok"
+        results = evaluate(tasks[:2], _agent(server), tmp_path, k=1)
+    assert results["errored_episodes"] == 0 and results["pass_rate"] == 1.0
+    assert not (tmp_path / "errors.jsonl").read_text()
+
+
+def test_a_rate_limited_request_is_retried(tmp_path, tasks):
+    with ChatServer(responder=Policy(tasks), max_requests=2000, mode="http_429_then_ok",
+                    fail_times=2) as server:
+        results = evaluate(tasks[:1], _agent(server, max_retries=3), tmp_path, k=1)
+    assert results["pass_rate"] == 1.0 and results["errored_episodes"] == 0
+
+
+def test_two_runs_with_the_same_scripted_server_give_the_same_results(tmp_path, tasks):
+    runs = []
+    for name in ("a", "b"):
+        with ChatServer(responder=Policy(tasks, fail_every=2), max_requests=2000) as server:
+            result = evaluate(tasks, _agent(server), tmp_path / name, k=2, concurrency=8)
+        result.pop("run")
+        result.pop("episode_seconds")
+        runs.append(result)
+    assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize("n, c, k, at, hat", [
+    (4, 0, 1, 0.0, 0.0), (4, 4, 3, 1.0, 1.0), (4, 1, 1, 0.25, 0.25), (4, 1, 2, 0.5, 0.0),
+    (4, 2, 2, 1 - 1 / 6, 1 / 6), (5, 3, 5, 1.0, 0.0)])
+def test_pass_at_k_and_pass_hat_k(n, c, k, at, hat):
+    assert pass_at_k(n, c, k) == pytest.approx(at) and pass_hat_k(n, c, k) == pytest.approx(hat)
+
+
+def test_the_cli_runs_an_eval_and_reports_usage_errors_in_one_line(tmp_path, tasks):
+    path = tmp_path / "tasks.jsonl"
+    save_tasks(tasks[:2], path)
+    with ChatServer(responder=Policy(tasks), max_requests=2000) as server:
+        result = CliRunner().invoke(main, ["eval", "--tasks", str(path), "--base-url",
+                                           server.url, "--model", server.model, "-k", "2",
+                                           "-o", str(tmp_path / "run"), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output.splitlines()[-1])["pass_rate"] == 1.0
+    bad = CliRunner().invoke(main, ["eval", "--tasks", str(path), "--base-url", "x",
+                                    "--model", "m", "-k", "0", "-o", str(tmp_path / "r")])
+    assert bad.exit_code == 2 and "Traceback" not in bad.output
