@@ -76,8 +76,8 @@ def _serve(tasks: list[Any], limit: int, ready: Any, done: Any) -> None:
     sys.path.append(str(Path(__file__).resolve().parent.parent / "tests"))
     from chat_server import ChatServer, OraclePolicy
 
-    with ChatServer(responder=OraclePolicy(tasks), max_requests=limit,
-                    lifetime_s=3600) as server:
+    with ChatServer(responder=OraclePolicy(tasks), max_requests=limit, lifetime_s=3600,
+                    keep_alive=True) as server:
         ready.put((server.url, server.model))
         done.wait()
         ready.put((len(server.received), server.most_in_flight))

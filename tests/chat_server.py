@@ -64,13 +64,15 @@ class ChatServer:
         trickle_s: Pause between the chunks of "trickle" mode.
         fail_times: Failures before success in the "*_then_ok" modes.
         max_requests: The server stops serving after this many requests.
+        keep_alive: Serve HTTP/1.1 with persistent connections, as model servers do (default:
+            HTTP/1.0, one request per connection, so a stopped server is really "down").
         lifetime_s: The server stops itself after this long, even if never stopped.
     """
 
     def __init__(self, mode: str = "ok", responder: Responder | None = None, *,
                  model: str = "test-model", slow_s: float = 1.0, trickle_s: float = 0.05,
                  fail_times: int = 1, max_requests: int = 200,
-                 lifetime_s: float = 60.0) -> None:
+                 lifetime_s: float = 60.0, keep_alive: bool = False) -> None:
         self.responder: Responder = responder or echo
         self.model = model
         self.slow_s = slow_s
@@ -78,6 +80,7 @@ class ChatServer:
         self.fail_times = fail_times
         self.max_requests = max_requests
         self.lifetime_s = lifetime_s
+        self.keep_alive = keep_alive
         self.received: list[Received] = []
         self.in_flight = self.most_in_flight = 0  # chat requests being answered at once
         self._mode = "ok"
@@ -233,7 +236,8 @@ class _Server(ThreadingHTTPServer):
 
 def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        # HTTP/1.0: one request per connection, so a stopped server really is "down".
+        # HTTP/1.0 unless keep_alive: one request per connection, so a stopped server is down
+        protocol_version = "HTTP/1.1" if server.keep_alive else "HTTP/1.0"
         def log_message(self, format: str, *args: Any) -> None:
             pass
 

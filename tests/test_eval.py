@@ -126,3 +126,22 @@ def test_the_cli_runs_an_eval_and_reports_usage_errors_in_one_line(tmp_path, tas
     bad = CliRunner().invoke(main, ["eval", "--tasks", str(path), "--base-url", "x",
                                     "--model", "m", "-k", "0", "-o", str(tmp_path / "r")])
     assert bad.exit_code == 2 and "Traceback" not in bad.output
+    neither = CliRunner().invoke(main, ["eval", "--tasks", str(path), "-o", str(tmp_path / "r")])
+    assert neither.exit_code == 2 and "--base-url" in neither.output
+    assert "Traceback" not in neither.output
+
+
+def test_a_local_transformers_model_plays_through_the_same_runner(tmp_path, tasks):
+    """A random tiny model writes noise: the episodes end (as failures), are recorded and
+    counted, with the tokens its chat template gave it."""
+    pytest.importorskip("transformers")
+    from compoenv.agents.local import TransformersAgent
+    from compoenv.tiny_lm import tiny_lm_path
+
+    agent = TransformersAgent(tiny_lm_path(chat_template="qwen3"), max_new_tokens=8)
+    results = evaluate(tasks[:2], agent, tmp_path, k=1, concurrency=2, max_steps=3)
+    assert results["episodes"] == 2 and results["errored_episodes"] == 0
+    assert results["tokens"]["prompt"] > 0 and results["tokens"]["completion"] > 0
+    for line in (tmp_path / "trajectories.jsonl").read_text().splitlines():
+        record = Trajectory.model_validate_json(line)
+        assert record.meta.model.startswith("transformers:")

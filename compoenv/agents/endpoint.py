@@ -10,6 +10,7 @@ reply's reasoning (``reasoning_content``, or a ``<think>`` block) is kept in the
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import re
 import time
@@ -98,7 +99,7 @@ class EndpointAgent:
         typed request and response models cost milliseconds per call, more than an episode
         step."""
         if self._client is None:
-            _, http = _import_openai()
+            http = _http_library()
             self._http = http
             self._client = http.AsyncClient(
                 base_url=self.base_url.rstrip("/") + "/", timeout=self.timeout_s,
@@ -171,6 +172,16 @@ class EndpointAgent:
                 raise EndpointError(reason, detail)
             await asyncio.sleep(self.backoff_s * 2 ** attempt)
         raise AssertionError("unreachable")
+
+
+def _http_library() -> Any:
+    """httpx (under whichever name this install has it), without importing all of openai."""
+    for name in ("httpx", "httpx2"):
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    return _import_openai()[1]  # raises with the extra to install
 
 
 def _turn(reply: Any) -> Turn:

@@ -3,7 +3,8 @@
     compoenv eval --tasks tasks.jsonl --base-url http://localhost:8000/v1 --model NAME \\
         -k 4 --concurrency 32 -o runs/NAME/
 
-Every task is played k times by the model behind the OpenAI-compatible endpoint; each
+Every task is played k times by the model behind the OpenAI-compatible endpoint (or a local
+transformers model, ``--model-path DIR``); each
 episode is appended to ``runs/NAME/trajectories.jsonl`` as it ends, and ``results.json``
 (pass rate, mean score, pass@k, pass^k, breakdowns, tool errors, tokens, time, noise floor)
 is written at the end. Run the same command again to resume an interrupted run.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 import click
 from rich.console import Console
@@ -26,9 +28,13 @@ __all__ = ["evaluate_command"]
 @click.command("eval")
 @click.option("--tasks", "tasks_path", type=click.Path(exists=True, dir_okay=False),
               required=True, help="The tasks to play (JSONL, from compoenv generate).")
-@click.option("--base-url", required=True,
+@click.option("--base-url", default=None,
               help="The endpoint's API root, e.g. http://localhost:8000/v1.")
-@click.option("--model", required=True, help="The model name the endpoint serves.")
+@click.option("--model", default=None, help="The model name the endpoint serves.")
+@click.option("--model-path", type=click.Path(exists=True, file_okay=False), default=None,
+              help="Play a local transformers model (a folder) instead of an endpoint.")
+@click.option("--device", default="cpu", show_default=True,
+              help="Where a local model runs (cpu, cuda, ...).")
 @click.option("-o", "--out", "out", type=click.Path(file_okay=False), required=True,
               help="The run's folder (resumed when it holds episodes).")
 @click.option("-k", "k", type=click.IntRange(min=1), default=1, show_default=True,
@@ -54,25 +60,38 @@ __all__ = ["evaluate_command"]
 @click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True,
               help="The environment variable holding the endpoint's key (none: no key).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON on stdout.")
-def evaluate_command(tasks_path: str, base_url: str, model: str, out: str, k: int,
+def evaluate_command(tasks_path: str, base_url: str | None, model: str | None,
+                     model_path: str | None, device: str, out: str, k: int,
                      concurrency: int, mode: str, tool_format: str, max_steps: int,
                      temperature: float, max_tokens: int, timeout_s: float, retries: int,
                      api_key_env: str, as_json: bool) -> None:
     """Play a model on a task set k times and write its trajectories and results."""
-    require("openai", "llm", "compoenv eval")
-    from compoenv.agents.endpoint import EndpointAgent
     from compoenv.evaluation import evaluate
 
-    agent = EndpointAgent(base_url=base_url, model=model,
-                          api_key=os.environ.get(api_key_env) or "EMPTY",
-                          tool_format=tool_format, temperature=temperature,
-                          max_tokens=max_tokens, timeout_s=timeout_s, max_retries=retries)
+    if (base_url is None) == (model_path is None):
+        raise click.UsageError("give either --base-url (with --model) or --model-path")
+    if model_path is not None:
+        require("transformers", "llm", "compoenv eval --model-path")
+        from compoenv.agents.local import TransformersAgent
+
+        agent: Any = TransformersAgent(model_path, max_new_tokens=max_tokens,
+                                       temperature=temperature, device=device)
+    else:
+        if model is None:
+            raise click.UsageError("--base-url needs --model (the name the endpoint serves)")
+        require("openai", "llm", "compoenv eval")
+        from compoenv.agents.endpoint import EndpointAgent
+
+        agent = EndpointAgent(base_url=base_url, model=model,
+                              api_key=os.environ.get(api_key_env) or "EMPTY",
+                              tool_format=tool_format, temperature=temperature,
+                              max_tokens=max_tokens, timeout_s=timeout_s, max_retries=retries)
     results = evaluate(tasks_path, agent, out, k=k, concurrency=concurrency, mode=mode,
                        max_steps=max_steps, progress=not as_json)
     if as_json:
         click.echo(json.dumps(results))
         return
-    table = Table(title=f"{model} on {results['tasks']} tasks x {k} -> {out}")
+    table = Table(title=f"{agent.name} on {results['tasks']} tasks x {k} -> {out}")
     table.add_column("measure")
     table.add_column("value")
     rows = [("pass rate", f"{results['pass_rate']:.1%}"),

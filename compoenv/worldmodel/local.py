@@ -29,7 +29,7 @@ from compoenv.worldmodel.endpoint import (
     response_schema,
 )
 
-__all__ = ["TransformersWorldModel", "extract_json"]
+__all__ = ["TransformersWorldModel", "extract_json", "load_causal_lm"]
 
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
 
@@ -80,6 +80,42 @@ def _brief(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
+def load_causal_lm(model_path_or_obj: Any, tokenizer: Any, who: str) -> tuple[Any, Any, str]:
+    """(model, tokenizer, where the model came from): a model directory (or hub id) loaded
+    with ``AutoModelForCausalLM`` or a loaded model, and its tokenizer (given, a path, or
+    loaded from the model's path), which must have a chat template.
+
+    Raises:
+        ValueError: the model or tokenizer cannot be loaded, or has no chat template.
+    """
+    _, transformers = _import()
+    model = model_path_or_obj
+    if isinstance(model, (str, os.PathLike)):
+        source = os.fspath(model)
+        try:
+            model = transformers.AutoModelForCausalLM.from_pretrained(source)
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"cannot load a causal LM from {source!r}: "
+                             f"{_brief(str(exc), 300)}") from None
+    else:
+        config = getattr(model, "config", None)
+        source = str(getattr(model, "name_or_path", "")
+                     or getattr(config, "_name_or_path", "") or "")
+    if tokenizer is None or isinstance(tokenizer, (str, os.PathLike)):
+        where = os.fspath(tokenizer) if tokenizer is not None else source
+        if not where:
+            raise ValueError(f"{who}: pass tokenizer= with a model object that has no "
+                             f"name_or_path")
+        try:
+            tokenizer = transformers.AutoTokenizer.from_pretrained(where)
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"cannot load a tokenizer from {where!r}: "
+                             f"{_brief(str(exc), 300)}") from None
+    if not getattr(tokenizer, "chat_template", None):
+        raise ValueError(f"{who}: the tokenizer has no chat template")
+    return model, tokenizer, source
+
+
 class TransformersWorldModel:
     """Simulated answers from a local causal LM (greedy decoding, CPU or a device).
 
@@ -99,32 +135,9 @@ class TransformersWorldModel:
 
     def __init__(self, model_path_or_obj: Any, tokenizer: Any = None, max_new_tokens: int = 256,
                  device: str = "cpu", records_budget: int = RECORDS_BUDGET) -> None:
-        self._torch, transformers = _import()
-        model = model_path_or_obj
-        source = ""
-        if isinstance(model, (str, os.PathLike)):
-            source = os.fspath(model)
-            try:
-                model = transformers.AutoModelForCausalLM.from_pretrained(source)
-            except (OSError, ValueError) as exc:
-                raise ValueError(f"cannot load a causal LM from {source!r}: "
-                                 f"{_brief(str(exc), 300)}") from None
-        else:
-            config = getattr(model, "config", None)
-            source = str(getattr(model, "name_or_path", "")
-                         or getattr(config, "_name_or_path", "") or "")
-        if tokenizer is None or isinstance(tokenizer, (str, os.PathLike)):
-            where = os.fspath(tokenizer) if tokenizer is not None else source
-            if not where:
-                raise ValueError("TransformersWorldModel: pass tokenizer= with a model object "
-                                 "that has no name_or_path")
-            try:
-                tokenizer = transformers.AutoTokenizer.from_pretrained(where)
-            except (OSError, ValueError) as exc:
-                raise ValueError(f"cannot load a tokenizer from {where!r}: "
-                                 f"{_brief(str(exc), 300)}") from None
-        if not getattr(tokenizer, "chat_template", None):
-            raise ValueError("TransformersWorldModel: the tokenizer has no chat template")
+        self._torch, _ = _import()
+        model, tokenizer, source = load_causal_lm(model_path_or_obj, tokenizer,
+                                                  "TransformersWorldModel")
         self.model = model.to(device).eval()
         self.tokenizer = tokenizer
         self.max_new_tokens, self.device = max_new_tokens, device
