@@ -117,19 +117,25 @@ async def play_concurrently(agent: AsyncAgent, episodes: Iterable[tuple[Task, in
                             concurrency: int = 32, env_kwargs: Mapping[str, Any] | None = None,
                             source: str = "compoenv",
                             on_record: Callable[[dict[str, Any]], None] | None = None,
-                            ) -> list[dict[str, Any]]:
+                            keep: bool = True) -> list[dict[str, Any]]:
     """Play (task, rollout index) episodes with at most ``concurrency`` in flight, each in an
     env of its own slot (envs are reused, never shared by two episodes at once). Records come
     back in the order of ``episodes``; ``on_record`` sees each as soon as it is done (in the
-    order they finish), so a caller can stream them to disk."""
+    order they finish), so a caller can stream them to disk; with ``keep=False`` nothing is
+    kept (memory stays flat however many episodes run) and an empty list comes back.
+
+    Episodes are started as slots free up, so a long list costs no more than its tasks."""
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
     kwargs = dict(env_kwargs or {})
     free: list[CompoWorldEnv] = []
     gate = asyncio.Semaphore(concurrency)
 
-    async def one(task: Task, rollout_idx: int) -> dict[str, Any]:
-        async with gate:
+    kept: dict[int, dict[str, Any]] = {}
+    raised: list[BaseException] = []
+
+    async def one(index: int, task: Task, rollout_idx: int) -> None:
+        try:
             env = free.pop() if free else CompoWorldEnv(**kwargs)
             try:
                 record = await play_episode(agent, task, env, rollout_idx=rollout_idx,
@@ -138,9 +144,28 @@ async def play_concurrently(agent: AsyncAgent, episodes: Iterable[tuple[Task, in
                 free.append(env)
             if on_record is not None:
                 on_record(record)
-            return record
+            if keep:
+                kept[index] = record
+        except BaseException as exc:  # noqa: BLE001  re-raised below, in the caller's task
+            raised.append(exc)
+        finally:
+            gate.release()
 
-    return list(await asyncio.gather(*(one(t, r) for t, r in episodes)))
+    running: set[asyncio.Task[None]] = set()
+    count = 0
+    for count, (task, rollout_idx) in enumerate(episodes, start=1):
+        await gate.acquire()  # at most `concurrency` started and unfinished
+        if raised:
+            gate.release()
+            break
+        job = asyncio.ensure_future(one(count - 1, task, rollout_idx))
+        running.add(job)
+        job.add_done_callback(running.discard)
+    while running:
+        await asyncio.gather(*running)
+    if raised:
+        raise raised[0]
+    return [kept[i] for i in range(count)] if keep else []
 
 
 def run_episodes(env: CompoWorldEnv, agent: Agent, indices: Iterable[int],

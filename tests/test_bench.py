@@ -57,4 +57,5 @@ def test_eval_bench_plays_every_episode_through_a_loopback_endpoint() -> None:
     result = json.loads(proc.stdout)
     assert result["episodes"] == 40 and result["errored_episodes"] == 0
     assert result["pass_rate"] == 1.0 and result["most_requests_in_flight"] >= 2
-    assert {"episodes_per_s", "requests_per_s", "peak_rss_growth_mb"} <= set(result)
+    assert {"episodes_per_s", "requests_per_episode", "peak_rss_growth_mb",
+            "soak_peak_rss_growth_mb"} <= set(result) and result["soak_episodes"] == 100

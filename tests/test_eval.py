@@ -145,3 +145,52 @@ def test_a_local_transformers_model_plays_through_the_same_runner(tmp_path, task
     for line in (tmp_path / "trajectories.jsonl").read_text().splitlines():
         record = Trajectory.model_validate_json(line)
         assert record.meta.model.startswith("transformers:")
+
+
+class _Counting:
+    """An async agent that plays the oracle's final answer at once and counts how many
+    episodes it is in at the same time (and raises on a chosen task)."""
+
+    name = "counting"
+
+    def __init__(self, raise_on: str | None = None) -> None:
+        self.now = self.most = 0
+        self.raise_on = raise_on
+
+    async def respond(self, messages, tools):
+        import asyncio
+
+        from compoenv.agents.endpoint import Turn
+
+        self.now += 1
+        self.most = max(self.most, self.now)
+        await asyncio.sleep(0.001)
+        self.now -= 1
+        user = next(m["content"] for m in messages if m["role"] == "user")
+        if self.raise_on is not None and user == self.raise_on:
+            raise RuntimeError("agent bug")
+        return Turn({"role": "assistant", "content": "Done."})
+
+
+def test_the_runner_bounds_episodes_in_flight_and_can_keep_nothing(tasks):
+    import asyncio
+
+    from compoenv.rollout import play_concurrently
+
+    agent = _Counting()
+    seen: list[dict] = []
+    kept = asyncio.run(play_concurrently(agent, [(t, r) for t in tasks for r in range(5)],
+                                         concurrency=3, on_record=seen.append, keep=False))
+    assert kept == [] and len(seen) == 30 and agent.most == 3
+    ordered = asyncio.run(play_concurrently(_Counting(), [(t, 0) for t in tasks], concurrency=2))
+    assert [r["meta"]["task_id"] for r in ordered] == [t.id for t in tasks]
+
+
+def test_an_agent_bug_propagates_out_of_the_runner(tasks):
+    import asyncio
+
+    from compoenv.rollout import play_concurrently
+
+    agent = _Counting(raise_on=tasks[2].instruction)
+    with pytest.raises(RuntimeError, match="agent bug"):
+        asyncio.run(play_concurrently(agent, [(t, 0) for t in tasks], concurrency=2))

@@ -41,91 +41,110 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     return math.comb(c, k) / math.comb(n, k)
 
 
-def _rates(records: list[dict[str, Any]]) -> dict[str, Any]:
-    n = len(records)
-    return {"episodes": n,
-            "pass_rate": round(sum(r["meta"]["score"] for r in records) / n, 4) if n else 0.0,
-            "mean_score": round(sum(r["meta"]["rubric_score"] for r in records) / n, 4)
-            if n else 0.0}
+class _Rate:
+    """Episodes, passes and the score sum of a group of episodes."""
+
+    __slots__ = ("episodes", "passes", "score")
+
+    def __init__(self) -> None:
+        self.episodes, self.passes, self.score = 0, 0, 0.0
+
+    def add(self, meta: Mapping[str, Any]) -> None:
+        self.episodes += 1
+        self.passes += int(meta["score"])
+        self.score += meta["rubric_score"]
+
+    def view(self) -> dict[str, Any]:
+        n = self.episodes
+        return {"episodes": n, "pass_rate": round(self.passes / n, 4) if n else 0.0,
+                "mean_score": round(self.score / n, 4) if n else 0.0}
 
 
-def _tool_errors(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    calls, by_code = 0, Counter()
-    for record in records:
-        for message in record["messages"]:
-            if message.get("role") != "tool":
-                continue
-            calls += 1
-            try:
-                envelope = json.loads(message["content"])
-            except (ValueError, TypeError):
-                continue
-            if isinstance(envelope, dict) and envelope.get("success") is False:
-                code = (envelope.get("error") or {}).get("code")
-                by_code[str(code)] += 1
-    errors = sum(by_code.values())
-    return {"tool_calls": calls, "tool_errors": errors,
-            "tool_error_rate": round(errors / calls, 4) if calls else 0.0,
-            "tool_error_rate_by_code": {code: round(count / calls, 4)
-                                        for code, count in sorted(by_code.items())}}
+def _error_codes(record: Mapping[str, Any]) -> tuple[int, list[str]]:
+    """(tool results, the codes of those that are error envelopes) of one episode."""
+    calls, codes = 0, []
+    for message in record["messages"]:
+        if message.get("role") != "tool":
+            continue
+        calls += 1
+        try:
+            envelope = json.loads(message["content"])
+        except (ValueError, TypeError):
+            continue
+        if isinstance(envelope, dict) and envelope.get("success") is False:
+            codes.append(str((envelope.get("error") or {}).get("code")))
+    return calls, codes
 
 
 def summarize(records: Iterable[dict[str, Any]], tasks: Mapping[str, Any], k: int
               ) -> dict[str, Any]:
-    """The results of a run from its records (trajectories and failure records) and the
-    tasks they played (by id: the breakdowns read their capabilities, domain and hops).
+    """The results of a run from its records (trajectories and failure records, in any
+    order, read once: a stream of any length) and the tasks they played (by id: the
+    breakdowns read their capabilities, domain and hops).
 
     Failure records (an endpoint that never answered) count as failed episodes and are
     counted apart in ``errored_episodes``.
     """
-    records = list(records)
-    played = [r for r in records if "error" not in r]
-    by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    overall = _Rate()
+    per_task: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # episodes, passes
+    repeats: dict[int, _Rate] = defaultdict(_Rate)
+    groups: dict[str, dict[str, _Rate]] = {name: defaultdict(_Rate) for name in
+                                           ("capability", "domain", "hops", "mode")}
+    errored = calls = played = tool_calls = 0
+    codes: Counter[str] = Counter()
+    prompt = completion = 0
+    seconds_sum, seconds_max = 0.0, 0.0
     for record in records:
-        by_task[record["meta"]["task_id"]].append(record)
-    complete = {tid: rs for tid, rs in by_task.items() if len(rs) >= k}
-    curves = {"pass@k": {}, "pass^k": {}}
+        meta = record["meta"]
+        overall.add(meta)
+        counts = per_task[meta["task_id"]]
+        counts[0], counts[1] = counts[0] + 1, counts[1] + int(meta["score"])
+        repeats[meta["rollout_idx"]].add(meta)
+        task = tasks.get(meta["task_id"], {})
+        for label in task.get("capabilities") or ["none"]:
+            groups["capability"][label].add(meta)
+        groups["domain"][task.get("domain") or "none"].add(meta)
+        groups["hops"][str(task.get("hops"))].add(meta)
+        groups["mode"][meta.get("discover_mode") or "error"].add(meta)
+        prompt += meta.get("prompt_tokens", 0)
+        completion += meta.get("completion_tokens", 0)
+        seconds = meta.get("seconds", 0.0)
+        seconds_sum, seconds_max = seconds_sum + seconds, max(seconds_max, seconds)
+        if "error" in record:
+            errored += 1
+            continue
+        played += 1
+        calls += meta["n_tool_calls"]
+        results, failed = _error_codes(record)
+        tool_calls += results
+        codes.update(failed)
+    complete = [counts for counts in per_task.values() if counts[0] >= k]
+    curves: dict[str, dict[str, float]] = {"pass@k": {}, "pass^k": {}}
     for j in range(1, k + 1):
-        at = [pass_at_k(len(rs), sum(int(r["meta"]["score"]) for r in rs), j)
-              for rs in complete.values()]
-        hat = [pass_hat_k(len(rs), sum(int(r["meta"]["score"]) for r in rs), j)
-               for rs in complete.values()]
+        at = [pass_at_k(n, c, j) for n, c in complete]
+        hat = [pass_hat_k(n, c, j) for n, c in complete]
         curves["pass@k"][str(j)] = round(statistics.fmean(at), 4) if at else 0.0
         curves["pass^k"][str(j)] = round(statistics.fmean(hat), 4) if hat else 0.0
-    repeats = defaultdict(list)
-    for record in records:
-        repeats[record["meta"]["rollout_idx"]].append(record["meta"]["rubric_score"])
-    means = [round(statistics.fmean(v), 4) for _, v in sorted(repeats.items())]
-    breakdowns: dict[str, dict[str, Any]] = {}
-    for name, keys in (("capability", lambda t: t.get("capabilities") or ["none"]),
-                       ("domain", lambda t: [t.get("domain") or "none"]),
-                       ("hops", lambda t: [str(t.get("hops"))]),
-                       ("mode", None)):
-        groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for record in records:
-            task = tasks.get(record["meta"]["task_id"], {})
-            labels = ([record["meta"].get("discover_mode") or "error"] if keys is None
-                      else keys(task))
-            for label in labels:
-                groups[label].append(record)
-        breakdowns[name] = {label: _rates(rs) for label, rs in sorted(groups.items())}
-    prompt = sum(r["meta"].get("prompt_tokens", 0) for r in records)
-    completion = sum(r["meta"].get("completion_tokens", 0) for r in records)
-    seconds = [r["meta"].get("seconds", 0.0) for r in records]
+    means = [rate.view()["mean_score"] for _, rate in sorted(repeats.items())]
+    episodes = overall.episodes
+    errors = sum(codes.values())
     return {
-        **_rates(records),
-        "tasks": len(by_task), "k": k, "errored_episodes": len(records) - len(played),
+        **overall.view(),
+        "tasks": len(per_task), "k": k, "errored_episodes": errored,
         "pass_at_k": curves["pass@k"], "pass_hat_k": curves["pass^k"],
         "noise_floor": {"repeat_mean_scores": means,
                         "std": round(statistics.pstdev(means), 4) if len(means) > 1 else 0.0,
                         "spread": round(max(means) - min(means), 4) if means else 0.0},
-        "breakdowns": breakdowns,
-        **_tool_errors(played),
-        "calls_per_episode": round(statistics.fmean(r["meta"]["n_tool_calls"] for r in played),
-                                   2) if played else 0.0,
+        "breakdowns": {name: {label: rate.view() for label, rate in sorted(group.items())}
+                       for name, group in groups.items()},
+        "tool_calls": tool_calls, "tool_errors": errors,
+        "tool_error_rate": round(errors / tool_calls, 4) if tool_calls else 0.0,
+        "tool_error_rate_by_code": {code: round(count / tool_calls, 4)
+                                    for code, count in sorted(codes.items())},
+        "calls_per_episode": round(calls / played, 2) if played else 0.0,
         "tokens": {"prompt": prompt, "completion": completion,
-                   "per_episode": round((prompt + completion) / len(records), 1)
-                   if records else 0.0},
-        "episode_seconds": {"mean": round(statistics.fmean(seconds), 3) if seconds else 0.0,
-                            "max": round(max(seconds), 3) if seconds else 0.0},
+                   "per_episode": round((prompt + completion) / episodes, 1)
+                   if episodes else 0.0},
+        "episode_seconds": {"mean": round(seconds_sum / episodes, 3) if episodes else 0.0,
+                            "max": round(seconds_max, 3)},
     }

@@ -5,10 +5,11 @@ holds episodes resumes (those are kept, not played again)."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from compoenv.evaluation.metrics import summarize
 from compoenv.registry import Registry
@@ -50,7 +51,7 @@ def evaluate(tasks: str | Path | Sequence[Task | dict[str, Any]], agent: AsyncAg
         raise ValueError("tasks need distinct ids (a run resumes by task id and repeat)")
     folder = Path(out)
     stream = RolloutStream(folder / TRAJECTORIES)
-    saved = stream.load()
+    saved = set(stream.load())  # the records themselves are read again, one at a time, at the end
     todo = [(t, r) for t in loaded for r in range(k) if (t.id, r) not in saved]
     failures: list[dict[str, Any]] = []
     bar = _Progress(len(loaded) * k, len(saved), enabled=progress)
@@ -67,7 +68,7 @@ def evaluate(tasks: str | Path | Sequence[Task | dict[str, Any]], agent: AsyncAg
                   "registry": registry}
     try:
         with bar:
-            records = asyncio.run(_play(agent, todo, concurrency, env_kwargs, done))
+            asyncio.run(_play(agent, todo, concurrency, env_kwargs, done))
     finally:
         stream.close()
     seconds = time.perf_counter() - start
@@ -75,10 +76,11 @@ def evaluate(tasks: str | Path | Sequence[Task | dict[str, Any]], agent: AsyncAg
     with open(folder / ERRORS, "w", encoding="utf-8") as fh:  # this run's failures only
         for record in failures:
             fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-    every = [saved[(t.id, r)] if (t.id, r) in saved else None for t in loaded for r in range(k)]
-    fresh = iter(records)
-    every = [r if r is not None else next(fresh) for r in every]
-    results = summarize(every, {tid: t.model_dump(mode="json") for tid, t in by_id.items()}, k)
+    wanted = {(t.id, r) for t in loaded for r in range(k)}
+    played = (record for record in _records(folder / TRAJECTORIES)
+              if (record["meta"]["task_id"], record["meta"]["rollout_idx"]) in wanted)
+    results = summarize(itertools.chain(played, failures),
+                        {tid: t.model_dump(mode="json") for tid, t in by_id.items()}, k)
     results["run"] = {"model": getattr(agent, "name", type(agent).__name__), "mode": mode,
                       "max_steps": max_steps, "k": k, "concurrency": concurrency,
                       "resumed_episodes": len(saved), "played_episodes": len(todo),
@@ -88,12 +90,26 @@ def evaluate(tasks: str | Path | Sequence[Task | dict[str, Any]], agent: AsyncAg
     return results
 
 
+def _records(path: Path) -> Iterator[dict[str, Any]]:
+    """The trajectory records of a run file, one at a time (the first of a repeated key)."""
+    if not path.exists():
+        return
+    seen: set[tuple[str, int]] = set()
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                record = json.loads(line)
+                key = (record["meta"]["task_id"], record["meta"]["rollout_idx"])
+                if key not in seen:
+                    seen.add(key)
+                    yield record
+
+
 async def _play(agent: AsyncAgent, todo: list[tuple[Task, int]], concurrency: int,
-                env_kwargs: dict[str, Any], done: Any) -> list[dict[str, Any]]:
+                env_kwargs: dict[str, Any], done: Any) -> None:
     try:
-        return await play_concurrently(agent, todo, concurrency=concurrency,
-                                       env_kwargs=env_kwargs, source="compoenv-eval",
-                                       on_record=done)
+        await play_concurrently(agent, todo, concurrency=concurrency, env_kwargs=env_kwargs,
+                                source="compoenv-eval", on_record=done, keep=False)
     finally:
         close = getattr(agent, "aclose", None)
         if close is not None:
