@@ -1,7 +1,7 @@
 """The ``compoenv`` command: one module per subcommand group, errors as one line each.
 
 Subcommands: ``demo``, ``generate``, ``services``, ``scenarios``, ``doctor``, ``graph``, ``sft``, ``export``,
-``import``, ``lint``, ``eval``. A usage error or a bad input file ends with ``Error: ...`` and the fix, exit status
+``import``, ``lint``, ``eval``, ``report``. A usage error or a bad input file ends with ``Error: ...`` and the fix, exit status
 1 or 2, never a traceback (``CompoenvGroup.invoke`` is the one place that translates them).
 """
 
@@ -50,11 +50,12 @@ def _register() -> None:
     from compoenv.cli.importing import import_
     from compoenv.cli.library import graph, services
     from compoenv.cli.lint import lint
+    from compoenv.cli.report import report
     from compoenv.cli.scenarios import scenarios
     from compoenv.cli.sft import sft
 
     for command in (demo, generate, services, scenarios, graph, sft, export, import_, doctor,
-                    lint, evaluate_command):
+                    lint, evaluate_command, report):
         main.add_command(command)
 
 
