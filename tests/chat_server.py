@@ -189,7 +189,10 @@ class ChatServer:
             content = "x" * 310_000 if mode == "huge" else self.responder(body)
         except Exception as exc:  # a broken responder is a test bug: show it to the client
             return _error(500, f"responder raised {exc!r}", "InternalServerError")
-        return _json(200, _completion(content, body, self.model))
+        completion = _completion(content, body, self.model)
+        if body.get("stream"):  # server-sent events, as OpenAI-compatible servers stream
+            return 200, "text/event-stream", _events(completion, body)
+        return _json(200, completion)
 
 
 class OraclePolicy:
@@ -302,6 +305,37 @@ def _json(status: int, payload: dict[str, Any]) -> tuple[int, str, bytes]:
 
 def _error(status: int, message: str, kind: str) -> tuple[int, str, bytes]:
     return _json(status, {"object": "error", "message": message, "type": kind, "code": status})
+
+
+def _events(completion: dict[str, Any], request: dict[str, Any]) -> bytes:
+    """The completion as a stream of chunks: the reasoning, the content in pieces, each tool
+    call's name then its arguments in pieces, the finish reason, the usage when asked for."""
+    message = completion["choices"][0]["message"]
+    base = {k: completion[k] for k in ("id", "created", "model")}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        data = {**base, "object": "chat.completion.chunk",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        return b"data: " + json.dumps(data).encode() + b"\n\n"
+
+    out = [chunk({"role": "assistant", "content": ""})]
+    if message.get("reasoning_content"):
+        out.append(chunk({"reasoning_content": message["reasoning_content"]}))
+    content = message.get("content") or ""
+    out += [chunk({"content": content[i:i + 7]}) for i in range(0, len(content), 7)]
+    for index, call in enumerate(message.get("tool_calls") or []):
+        out.append(chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                                          "function": {"name": call["function"]["name"],
+                                                       "arguments": ""}}]}))
+        arguments = call["function"]["arguments"]
+        out += [chunk({"tool_calls": [{"index": index, "function": {
+            "arguments": arguments[i:i + 9]}}]}) for i in range(0, len(arguments), 9)]
+    out.append(chunk({}, completion["choices"][0]["finish_reason"]))
+    if (request.get("stream_options") or {}).get("include_usage"):
+        out.append(b"data: " + json.dumps({**base, "object": "chat.completion.chunk",
+                                           "choices": [], "usage": completion["usage"]}
+                                          ).encode() + b"\n\n")
+    return b"".join(out) + b"data: [DONE]\n\n"
 
 
 def _completion(reply: str | dict[str, Any], request: dict[str, Any], model: str

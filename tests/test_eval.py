@@ -120,7 +120,7 @@ def test_the_cli_runs_an_eval_and_reports_usage_errors_in_one_line(tmp_path, tas
     with ChatServer(responder=Policy(tasks), max_requests=2000) as server:
         result = CliRunner().invoke(main, ["eval", "--tasks", str(path), "--base-url",
                                            server.url, "--model", server.model, "-k", "2",
-                                           "-o", str(tmp_path / "run"), "--json"])
+                                           "-o", str(tmp_path / "run"), "--json", "--stream"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.output.splitlines()[-1])["pass_rate"] == 1.0
     bad = CliRunner().invoke(main, ["eval", "--tasks", str(path), "--base-url", "x",
@@ -194,3 +194,19 @@ def test_an_agent_bug_propagates_out_of_the_runner(tasks):
     agent = _Counting(raise_on=tasks[2].instruction)
     with pytest.raises(RuntimeError, match="agent bug"):
         asyncio.run(play_concurrently(agent, [(t, 0) for t in tasks], concurrency=2))
+
+
+@pytest.mark.parametrize("fmt", ["native", "hermes"])
+def test_a_streamed_reply_is_assembled_into_the_same_episodes(tmp_path, tasks, fmt):
+    """Server-sent chunks (content in pieces, tool-call arguments in pieces, usage last) give
+    the same trajectories as whole replies."""
+    results = {}
+    for stream in (False, True):
+        with ChatServer(responder=Policy(tasks, fmt=fmt), max_requests=2000) as server:
+            evaluate(tasks[:3], _agent(server, fmt, stream=stream), tmp_path / str(stream), k=1)
+            if stream:
+                assert all(b.get("stream") for b in server.bodies)
+        lines = (tmp_path / str(stream) / "trajectories.jsonl").read_text().splitlines()
+        results[stream] = sorted((json.dumps(json.loads(x)["messages"], sort_keys=True),
+                                  json.loads(x)["meta"]["score"]) for x in lines)
+    assert results[True] == results[False] and all(s == 1.0 for _, s in results[True])

@@ -67,6 +67,8 @@ class EndpointAgent:
             409, 429 or 5xx, with exponential backoff from ``backoff_s``.
         extra_body: More request fields (``top_p``, ``chat_template_kwargs``, ...), sent as
             they are.
+        stream: Ask for the reply as server-sent events and assemble it (content, reasoning,
+            tool calls, usage) as it comes.
     """
 
     base_url: str
@@ -79,6 +81,7 @@ class EndpointAgent:
     max_retries: int = 3
     backoff_s: float = 0.5
     extra_body: dict[str, Any] = field(default_factory=dict)
+    stream: bool = False
     _client: Any = field(default=None, init=False, repr=False)
     _http: Any = field(default=None, init=False, repr=False)
 
@@ -124,6 +127,8 @@ class EndpointAgent:
             messages, tools), "temperature": self.temperature, "max_tokens": self.max_tokens}
         if self.tool_format == "native" and tools:
             request["tools"] = list(tools)
+        if self.stream:
+            request.update(stream=True, stream_options={"include_usage": True})
         request.update(self.extra_body)
         start = time.perf_counter()
         reply, attempts = await self._complete(request)
@@ -156,9 +161,15 @@ class EndpointAgent:
         http = self._http
         for attempt in range(self.max_retries + 1):
             try:
-                response = await client.post("chat/completions", json=request)
-                if response.status_code == 200:
-                    return response.json(), attempt + 1
+                if request.get("stream"):
+                    async with client.stream("POST", "chat/completions", json=request) as response:
+                        if response.status_code == 200:
+                            return await _assembled(response), attempt + 1
+                        await response.aread()
+                else:
+                    response = await client.post("chat/completions", json=request)
+                    if response.status_code == 200:
+                        return response.json(), attempt + 1
                 reason, retry = f"http_{response.status_code}", response.status_code in _RETRYABLE
                 detail = _one_line(response.text)
             except http.TimeoutException as exc:
@@ -172,6 +183,42 @@ class EndpointAgent:
                 raise EndpointError(reason, detail)
             await asyncio.sleep(self.backoff_s * 2 ** attempt)
         raise AssertionError("unreachable")
+
+
+async def _assembled(response: Any) -> dict[str, Any]:
+    """A streamed reply (server-sent ``data:`` chunks) put together as one chat completion:
+    content and reasoning concatenated, tool calls by their index, the last finish reason and
+    the usage chunk."""
+    content, reasoning = [], []
+    calls: dict[int, dict[str, Any]] = {}
+    finish, usage = None, {}
+    async for line in response.aiter_lines():
+        if not line.startswith("data:"):
+            continue
+        data = line[5:].strip()
+        if data == "[DONE]":
+            break
+        chunk = json.loads(data)
+        usage = chunk.get("usage") or usage
+        for choice in chunk.get("choices") or ():
+            delta = choice.get("delta") or {}
+            finish = choice.get("finish_reason") or finish
+            content.append(delta.get("content") or "")
+            reasoning.append(delta.get("reasoning_content") or delta.get("reasoning") or "")
+            for part in delta.get("tool_calls") or ():
+                call = calls.setdefault(int(part.get("index", len(calls))),
+                                        {"id": "", "type": "function",
+                                         "function": {"name": "", "arguments": ""}})
+                call["id"] = part.get("id") or call["id"]
+                function = part.get("function") or {}
+                call["function"]["name"] += function.get("name") or ""
+                call["function"]["arguments"] += function.get("arguments") or ""
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(content)}
+    if any(reasoning):
+        message["reasoning_content"] = "".join(reasoning)
+    if calls:
+        message["tool_calls"] = [calls[i] for i in sorted(calls)]
+    return {"choices": [{"message": message, "finish_reason": finish}], "usage": usage}
 
 
 def _http_library() -> Any:

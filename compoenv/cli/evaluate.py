@@ -59,12 +59,14 @@ __all__ = ["evaluate_command"]
               help="Retries of a request that timed out or got a 429 or 5xx.")
 @click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True,
               help="The environment variable holding the endpoint's key (none: no key).")
+@click.option("--stream", is_flag=True,
+              help="Ask for streamed replies (server-sent events) and assemble them.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON on stdout.")
 def evaluate_command(tasks_path: str, base_url: str | None, model: str | None,
                      model_path: str | None, device: str, out: str, k: int,
                      concurrency: int, mode: str, tool_format: str, max_steps: int,
                      temperature: float, max_tokens: int, timeout_s: float, retries: int,
-                     api_key_env: str, as_json: bool) -> None:
+                     api_key_env: str, stream: bool, as_json: bool) -> None:
     """Play a model on a task set k times and write its trajectories and results."""
     from compoenv.evaluation import evaluate
 
@@ -85,7 +87,8 @@ def evaluate_command(tasks_path: str, base_url: str | None, model: str | None,
         agent = EndpointAgent(base_url=base_url, model=model,
                               api_key=os.environ.get(api_key_env) or "EMPTY",
                               tool_format=tool_format, temperature=temperature,
-                              max_tokens=max_tokens, timeout_s=timeout_s, max_retries=retries)
+                              max_tokens=max_tokens, timeout_s=timeout_s, max_retries=retries,
+                              stream=stream)
     results = evaluate(tasks_path, agent, out, k=k, concurrency=concurrency, mode=mode,
                        max_steps=max_steps, progress=not as_json)
     if as_json:
