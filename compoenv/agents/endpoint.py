@@ -10,7 +10,6 @@ reply's reasoning (``reasoning_content``, or a ``<think>`` block) is kept in the
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import re
 import time
@@ -18,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Sequence
 
 from compoenv.actions import ToolCall, render_calls
-from compoenv.llm import _import_openai, _one_line
+from compoenv.llm import _one_line
 from compoenv.prompts import tools_block
 
 __all__ = ["EndpointAgent", "EndpointError", "Turn", "TOOL_FORMATS"]
@@ -97,22 +96,26 @@ class EndpointAgent:
         return f"{self.model} ({self.tool_format})"
 
     def client(self) -> Any:
-        """The async HTTP client (httpx, which the openai package brings; made on first use:
-        it belongs to the running loop). Requests go out as plain JSON: the openai SDK's
-        typed request and response models cost milliseconds per call, more than an episode
-        step."""
+        """The aiohttp session (made on first use: it belongs to the running loop). Requests
+        go out as plain JSON: the openai SDK's typed request and response models cost
+        milliseconds per call, more than an episode step, and aiohttp's client is the
+        leanest of the maintained async HTTP clients."""
         if self._client is None:
-            http = _http_library()
-            self._http = http
-            self._client = http.AsyncClient(
-                base_url=self.base_url.rstrip("/") + "/", timeout=self.timeout_s,
+            try:
+                import aiohttp
+            except ImportError:
+                raise ImportError("EndpointAgent needs aiohttp: pip install 'compoenv[llm]'"
+                                  ) from None
+            self._http = aiohttp
+            self._client = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=self.timeout_s),
                 headers={"Authorization": f"Bearer {self.api_key}"},
-                limits=http.Limits(max_connections=None, max_keepalive_connections=256))
+                connector=aiohttp.TCPConnector(limit=0))
         return self._client
 
     async def aclose(self) -> None:
         if self._client is not None:
-            await self._client.aclose()
+            await self._client.close()
             self._client = None
 
     async def respond(self, messages: Sequence[dict[str, Any]],
@@ -159,22 +162,21 @@ class EndpointAgent:
     async def _complete(self, request: dict[str, Any]) -> tuple[dict[str, Any], int]:
         client = self.client()
         http = self._http
+        url = self.base_url.rstrip("/") + "/chat/completions"
         for attempt in range(self.max_retries + 1):
             try:
-                if request.get("stream"):
-                    async with client.stream("POST", "chat/completions", json=request) as response:
-                        if response.status_code == 200:
-                            return await _assembled(response), attempt + 1
-                        await response.aread()
-                else:
-                    response = await client.post("chat/completions", json=request)
-                    if response.status_code == 200:
-                        return response.json(), attempt + 1
-                reason, retry = f"http_{response.status_code}", response.status_code in _RETRYABLE
-                detail = _one_line(response.text)
-            except http.TimeoutException as exc:
+                async with client.post(url, json=request) as response:
+                    if response.status == 200:
+                        reply = await (_assembled(response) if request.get("stream")
+                                       else response.json(content_type=None))
+                        return reply, attempt + 1
+                    reason, retry = f"http_{response.status}", response.status in _RETRYABLE
+                    detail = _one_line(await response.text())
+            except asyncio.TimeoutError as exc:
                 reason, retry, detail = "timeout", True, _one_line(f"{type(exc).__name__} {exc}")
-            except http.TransportError as exc:
+            except http.ClientPayloadError as exc:  # the body was cut off
+                reason, retry, detail = "bad_response", True, _one_line(str(exc))
+            except http.ClientError as exc:
                 reason, retry, detail = "unreachable", True, _one_line(f"{type(exc).__name__} "
                                                                        f"{exc}")
             except ValueError as exc:  # a 200 whose body is not JSON
@@ -192,7 +194,8 @@ async def _assembled(response: Any) -> dict[str, Any]:
     content, reasoning = [], []
     calls: dict[int, dict[str, Any]] = {}
     finish, usage = None, {}
-    async for line in response.aiter_lines():
+    async for raw in response.content:
+        line = raw.decode("utf-8", "replace").strip()
         if not line.startswith("data:"):
             continue
         data = line[5:].strip()
@@ -219,16 +222,6 @@ async def _assembled(response: Any) -> dict[str, Any]:
     if calls:
         message["tool_calls"] = [calls[i] for i in sorted(calls)]
     return {"choices": [{"message": message, "finish_reason": finish}], "usage": usage}
-
-
-def _http_library() -> Any:
-    """httpx (under whichever name this install has it), without importing all of openai."""
-    for name in ("httpx", "httpx2"):
-        try:
-            return importlib.import_module(name)
-        except ImportError:
-            continue
-    return _import_openai()[1]  # raises with the extra to install
 
 
 def _turn(reply: Any) -> Turn:

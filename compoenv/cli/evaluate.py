@@ -81,7 +81,7 @@ def evaluate_command(tasks_path: str, base_url: str | None, model: str | None,
     else:
         if model is None:
             raise click.UsageError("--base-url needs --model (the name the endpoint serves)")
-        require("openai", "llm", "compoenv eval")
+        require("aiohttp", "llm", "compoenv eval")
         from compoenv.agents.endpoint import EndpointAgent
 
         agent = EndpointAgent(base_url=base_url, model=model,
