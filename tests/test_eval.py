@@ -210,3 +210,41 @@ def test_a_streamed_reply_is_assembled_into_the_same_episodes(tmp_path, tasks, f
         results[stream] = sorted((json.dumps(json.loads(x)["messages"], sort_keys=True),
                                   json.loads(x)["meta"]["score"]) for x in lines)
     assert results[True] == results[False] and all(s == 1.0 for _, s in results[True])
+
+
+def test_a_server_that_goes_away_mid_run_leaves_errored_episodes_not_a_crash(tmp_path, tasks):
+    with ChatServer(responder=Policy(tasks), max_requests=12) as server:  # then: refused
+        results = evaluate(tasks, _agent(server, max_retries=1), tmp_path, k=2, concurrency=2)
+    done = (tmp_path / "trajectories.jsonl").read_text().splitlines()
+    errored = (tmp_path / "errors.jsonl").read_text().splitlines()
+    assert done and errored and len(done) + len(errored) == 12
+    assert results["errored_episodes"] == len(errored) and results["episodes"] == 12
+    assert all("unreachable" in json.loads(x)["error"]["message"] for x in errored)
+
+
+def test_the_cli_shows_progress_and_a_results_table(tmp_path, tasks):
+    path = tmp_path / "tasks.jsonl"
+    save_tasks(tasks[:2], path)
+    with ChatServer(responder=Policy(tasks), max_requests=2000) as server:
+        result = CliRunner().invoke(main, ["eval", "--tasks", str(path), "--base-url",
+                                           server.url, "--model", server.model, "-o",
+                                           str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    assert "eval" in result.output and "2/2" in result.output  # the bar: done of total
+    assert "pass rate" in result.output and "100.0%" in result.output
+
+
+@pytest.mark.parametrize("mode, reason", [("non_json", "bad_response"),
+                                          ("schema_violation", "bad_response"),
+                                          ("huge", None)])
+def test_an_endpoint_that_answers_garbage_gives_errored_or_failed_episodes(tmp_path, tasks,
+                                                                           mode, reason):
+    with ChatServer(responder=Policy(tasks), max_requests=2000, mode=mode) as server:
+        results = evaluate(tasks[:2], _agent(server, max_retries=0), tmp_path, k=1,
+                           max_steps=3)
+    assert results["episodes"] == 2 and results["pass_rate"] == 0.0
+    if reason is not None:  # nothing usable came back: recorded as errored, with the reason
+        errors = [json.loads(x) for x in (tmp_path / "errors.jsonl").read_text().splitlines()]
+        assert len(errors) == 2 and all(reason in e["error"]["message"] for e in errors)
+    else:  # a 300 KB reply of noise is a reply: the env answers it, the rubric fails it
+        assert results["errored_episodes"] == 0
