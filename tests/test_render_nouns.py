@@ -124,3 +124,25 @@ def test_a_field_of_a_records_address_is_the_records_own():
 
     spec = Registry.default().spec("real_estate__search_listings")
     assert reference(spec, ("#0", "address", "city"), "City") == "the listing's city"
+
+
+def test_a_named_person_with_an_email_found_beside_their_name():
+    """"book that hotel for Ana Kim (whose email is on the reservation)", not "(the
+    reservation's guest's email)"."""
+    from compoenv.compose.records import Binding, Step, Walk
+    from compoenv.compose.render import phrase
+    from compoenv.registry import Registry
+
+    registry = Registry.default()
+    table = Step(registry.spec("restaurants__book_reservation"),
+                 [Binding("guest_name", "Ana Kim", interface="PersonName")],
+                 {"id": "R-1", "guest_name": "Ana Kim", "guest_email": "ana.kim@acme.com"})
+    hotel = Step(registry.spec("hotels__search_hotels"), [Binding("city", "Oslo")])
+    walk = Walk(steps=[table, hotel])
+    booked = phrase(registry.spec("hotels__book_hotel"), walk, [
+        Binding("hotel_id", "H-1", 1, ("#0", "id"), "HotelId"),
+        Binding("guest", "Ana Kim", interface="PersonName"),
+        Binding("guest_email", "ana.kim@acme.com", 0, ("guest_email",), "EmailAddress"),
+        Binding("check_in", "2026-03-20", interface="Date"), Binding("nights", 2)])
+    assert "for Ana Kim (whose email is on the " in booked, booked
+    assert "guest's email" not in booked

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import string
+from typing import Any
 from collections import Counter
 
 from compoenv.compose.identity import person_group
@@ -313,12 +314,20 @@ def _one_person(template: str, bindings: list[Binding], walk: Walk,
     """"for {name} ({email})" with both the name and the email of one found person reads "for
     the contact": they are said once, by whom they belong to. Returns the template and, for
     the name's parameter, how it reads (the email's parameter is then no longer named)."""
-    found = {b.param: b for b in bindings if b.source is not None}
+    given = {b.param: b for b in bindings}
     for m in _ASIDE.finditer(template):
-        name, email = found.get(m.group(1)), found.get(m.group(2).strip("{}"))
-        if (name is None or email is None or m.group(2) != "{%s}" % email.param
-                or (name.interface, email.interface) != ("PersonName", "EmailAddress")
-                or name.source != email.source or name.path[:-1] != email.path[:-1]):
+        name, email = given.get(m.group(1)), given.get(m.group(2).strip("{}"))
+        if (name is None or email is None or email.source is None
+                or m.group(2) != "{%s}" % email.param
+                or (name.interface, email.interface) != ("PersonName", "EmailAddress")):
+            continue
+        if name.source is None:  # "for Kenji Ito (whose email is on the reservation)"
+            if email.path[-1:] != ("email",) and _beside(walk, email, name.value):
+                noun_ = noun(walk.steps[email.source].spec)
+                return (template[:m.end(1) + 2] + f"(whose email is on the {noun_})"
+                        + template[m.end():], {email.param: ""})
+            continue
+        if name.source != email.source or name.path[:-1] != email.path[:-1]:
             continue
         producer = walk.steps[name.source].spec
         who = _who(producer, name, reference(producer, name.path, name.interface))
@@ -326,6 +335,16 @@ def _one_person(template: str, bindings: list[Binding], walk: Walk,
             return (template[:m.start()] + "{%s}" % name.param + template[m.end():],
                     {name.param: who, email.param: who})
     return template, {}
+
+
+def _beside(walk: Walk, email: Binding, name: Any) -> bool:
+    """Whether the record that gave ``email`` names ``name`` beside it (the reservation's
+    guest is Kenji Ito): then the email is that person's."""
+    if email.source is None:
+        return False
+    record = extract(walk.steps[email.source].result, email.path[:-1]) if email.path[:-1] \
+        else [walk.steps[email.source].result]
+    return any(isinstance(r, dict) and name in r.values() for r in record)
 
 
 def _plain_schema(schema: dict | None) -> dict | None:
