@@ -11,9 +11,9 @@ from pydantic import (BaseModel, ConfigDict, Field, field_validator, model_seria
 
 from compoenv.task import iter_jsonl
 
-__all__ = ["Trajectory", "TrajectoryMeta", "call_counts", "discover_mode", "AssistantMessage", "ToolMessage", "ToolCallEntry",
-           "TrajectoryFileError", "iter_trajectories", "load_trajectories", "save_trajectories",
-           "chat_inputs"]
+__all__ = ["Trajectory", "TrajectoryMeta", "call_counts", "discover_mode", "AssistantMessage",
+           "ToolMessage", "ToolCallEntry", "TrajectoryFileError", "iter_trajectories",
+           "load_trajectories", "save_trajectories", "chat_inputs"]
 
 
 class _Strict(BaseModel):

@@ -78,8 +78,10 @@ class Contacts(Service):
         return update(self.state.contacts, contact_id, phone=phone)
 
     @tool(phrase="add {name} ({email}, {title} at {company}, based in {city}) to my contacts")
-    def add_contact(self, name: Annotated[PersonName, Role("contact")], email: Annotated[EmailAddress, Role("contact")],
-                    company: Annotated[OrganizationName, Role("employer")], title: Annotated[JobTitle, Role("job_title")],
+    def add_contact(self, name: Annotated[PersonName, Role("contact")],
+                    email: Annotated[EmailAddress, Role("contact")],
+                    company: Annotated[OrganizationName, Role("employer")],
+                    title: Annotated[JobTitle, Role("job_title")],
                     city: Annotated[City, Role("home_city")],
                     phone: Annotated[PhoneNumber, Role("contact")] = "+1 555-000-0000") -> Contact:
         """Add a new contact to the address book."""
