@@ -418,3 +418,23 @@ def test_a_fan_out_leaves_out_the_one_person_the_request_named() -> None:
                 assert calls and all(person not in json.dumps(c.arguments) for c in calls)
                 assert len(calls) == len(walk.steps[listed].result) - 1
     assert left >= 5
+
+
+def test_a_fan_out_leaves_out_a_person_the_job_already_found() -> None:
+    """The champion who told us is one of their company's leads: they get their own thanks,
+    not the outreach meant for everyone else ("for each lead found other than the contact")."""
+    composer = Composer(config=ComposerConfig(scenarios=("account_pipeline_push",)))
+    left = 0
+    for seed in range(30):
+        try:
+            task, walk = composer._build(seed)
+        except Rejected:
+            continue
+        champion = walk.steps[0].result["email"]
+        logged = [c for c in task.solution if c.name == "crm__log_interaction"]
+        assert logged and all(champion not in json.dumps(c.arguments) for c in logged)
+        left += bool(walk.left_out)
+        if walk.left_out:
+            assert "for each lead found other than the contact, " in task.instruction
+            assert task.instruction.count("for each lead found") == 1  # one sentence
+    assert left >= 10

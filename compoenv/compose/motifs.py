@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator
 
 from compoenv.compose.identity import call_problem, person_of
 from compoenv.compose.labels import field_label
-from compoenv.compose.render import noun, phrase, plural, reference
+from compoenv.compose.render import noun, owner_reference, phrase, plural, reference
 from compoenv.compose.values import can_state
 from compoenv.compose.records import Binding, Rejected, Segment, Value
 from compoenv.compose.steps import bind
@@ -176,6 +176,7 @@ def fan_out(walker: Walker, index: int,
              and (accept is None or accept(walker.graph.specs[e.target]))]
     stated, world = walker.stated(), walker.session.world
     named = {person_of(b.value, world) for b in step.bindings if b.source is None} - {None}
+    met = _met(walker, index)
     for edge in itertools.islice(_in_random_order(edges, walker.rng), 12):
         first_item = _item_bindings(walker, index, edge, 0)
         if first_item is None or any(b.source is None and b.interface in _PERSONAL
@@ -198,11 +199,17 @@ def fan_out(walker: Walker, index: int,
                         and (b.interface in IDENTITY or not walker.reuse_asked))
                        or person_of(b.value, world) in named
                        for b in bindings if b.source == index)]
+        # ... and so is one the job already found ("each lead other than the contact" when the
+        # champion who told us is one of the company's leads)
+        known = [k for k, bindings in enumerate(per_item) if _own_person(bindings, index, world)
+                 in met]
         left = walker.walk.left_out.get(index)  # every write of the job skips the same one
-        if left is None and said:
+        if left is None and (said or known):
             if index in getattr(walker, "fanned", ()):
                 continue  # an earlier write went to everyone: this one may not leave one out
-            left = _one_named(said, per_item, index, stated)
+            left = (_one_named(said, per_item, index, stated) if said else
+                    (known[0], met[_own_person(per_item[known[0]], index, world)])
+                    if len(known) == 1 and len(per_item) >= 3 else None)
             if left is None:
                 continue
         spec = walker.graph.specs[edge.target]
@@ -245,6 +252,30 @@ def _one_named(said: list[int], per_item: list[list[Binding]], index: int, state
 
 
 _OWN_IDENTITY = frozenset({"name", "email", "phone"})  # a listed person's own, not a role's
+
+
+def _own_person(bindings: list[Binding], index: int, world: World) -> Any:
+    """The person a fan-out item is, by its own name or email (None: not a person's item)."""
+    return next((p for b in bindings if b.source == index and b.interface in IDENTITY
+                 and len(b.path) == 2 and b.path[1] in _OWN_IDENTITY
+                 and (p := person_of(b.value, world)) is not None), None)
+
+
+def _met(walker: Walker, index: int) -> dict[Any, str]:
+    """The people steps before ``index`` found, and how the request names each ("the
+    contact"): a fan-out over a list leaves them out rather than writing to them twice."""
+    out: dict[Any, str] = {}
+    world = walker.session.world
+    for v in walker.available:
+        if v.step >= index or v.slot.interface not in ("PersonName", "EmailAddress"):
+            continue
+        person = person_of(v.value, world)
+        if person is not None and person not in out:
+            who = owner_reference(walker.walk.steps[v.step].spec,
+                                  Binding("", v.value, v.step, v.slot.path, v.slot.interface))
+            if who is not None:
+                out[person] = who
+    return out
 
 
 def _item_bindings(walker: Walker, index: int, edge: Edge, item: int) -> list[Binding] | None:

@@ -111,6 +111,12 @@ def _day_of(producer: ToolSpec, binding: Binding) -> str:
     return named
 
 
+def owner_reference(producer: ToolSpec, binding: Binding) -> str | None:
+    """How the request names the person (or business) a found name or email belongs to ("the
+    contact", "the repository's maintainer"), if it reads as someone (``_who``)."""
+    return _who(producer, binding, reference(producer, binding.path, binding.interface))
+
+
 def _show(binding: Binding, schema: dict | None = None) -> str:
     value = binding.value
     if isinstance(value, list):
@@ -278,7 +284,7 @@ def _people(spec: ToolSpec, walk: Walk, bindings: list[Binding], template: str,
         if at >= 0 and _SAYS_WHICH.search(template[:at]):
             continue
         producer = walk.steps[b.source].spec
-        who = _who(producer, b, reference(producer, b.path, b.interface))
+        who = owner_reference(producer, b)
         if who is not None:
             out[b.param] = who
     seen = Counter(out.values())
@@ -330,7 +336,7 @@ def _one_person(template: str, bindings: list[Binding], walk: Walk,
         if name.source != email.source or name.path[:-1] != email.path[:-1]:
             continue
         producer = walk.steps[name.source].spec
-        who = _who(producer, name, reference(producer, name.path, name.interface))
+        who = owner_reference(producer, name)
         if who is not None:
             return (template[:m.start()] + "{%s}" % name.param + template[m.end():],
                     {name.param: who, email.param: who})

@@ -312,4 +312,4 @@ def _each_lead(segment: Segment) -> str | None:
     return found.group(0) if found else None
 
 
-_LEAD = re.compile(r"for each [^,]*? found(?: other than [^,\s]+)?, ")
+_LEAD = re.compile(r"for each [^,]*? found(?: other than [^,]+)?, ")
