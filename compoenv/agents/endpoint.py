@@ -20,7 +20,7 @@ from compoenv.actions import ToolCall, render_calls
 from compoenv.llm import _one_line
 from compoenv.prompts import tools_block
 
-__all__ = ["EndpointAgent", "EndpointError", "Turn", "TOOL_FORMATS"]
+__all__ = ["EndpointAgent", "EndpointError", "Turn", "TOOL_FORMATS", "split_reasoning"]
 
 TOOL_FORMATS = ("native", "hermes", "qwen3_coder")
 _THINK = re.compile(r"^\s*<think>(.*?)</think>\s*", re.DOTALL)
@@ -235,9 +235,7 @@ def _turn(reply: Any) -> Turn:
         raise EndpointError("bad_response", "the reply has no choices[0].message")
     content = message.get("content") if isinstance(message.get("content"), str) else ""
     reasoning = message.get("reasoning_content") or message.get("reasoning")
-    if not reasoning and (think := _THINK.match(content)):
-        reasoning, content = think.group(1).strip(), content[think.end():]
-    out: dict[str, Any] = {"role": "assistant", "content": content}
+    out = split_reasoning(content) if not reasoning else {"role": "assistant", "content": content}
     if isinstance(reasoning, str) and reasoning:
         out["reasoning_content"] = reasoning
     calls = message.get("tool_calls")
@@ -247,6 +245,16 @@ def _turn(reply: Any) -> Turn:
     return Turn(out, int(usage.get("prompt_tokens") or 0),
                 int(usage.get("completion_tokens") or 0),
                 finish_reason=choice.get("finish_reason"))
+
+
+def split_reasoning(text: str) -> dict[str, Any]:
+    """A reply's text as an assistant message: a leading ``<think>`` block goes to
+    ``reasoning_content``, the rest is the content."""
+    think = _THINK.match(text)
+    if think is None:
+        return {"role": "assistant", "content": text}
+    return {"role": "assistant", "content": text[think.end():],
+            "reasoning_content": think.group(1).strip()}
 
 
 def _call(call: Any, index: int) -> dict[str, Any]:

@@ -5,18 +5,15 @@ teaches, e.g. ``<tool_call>`` JSON for Qwen) goes to the env as text, which pars
 from __future__ import annotations
 
 import asyncio
-import re
 import threading
 import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from compoenv.agents.endpoint import Turn
+from compoenv.agents.endpoint import Turn, split_reasoning
 from compoenv.worldmodel.local import load_causal_lm
 
 __all__ = ["TransformersAgent"]
-
-_THINK = re.compile(r"^\s*<think>(.*?)</think>\s*", re.DOTALL)
 
 
 class TransformersAgent:
@@ -69,10 +66,6 @@ class TransformersAgent:
             output = self.model.generate(**inputs, max_new_tokens=self.max_new_tokens,
                                          pad_token_id=pad, **sampling)
         new = output[0, inputs["input_ids"].shape[1]:]
-        text = str(tok.decode(new, skip_special_tokens=True))
-        message: dict[str, Any] = {"role": "assistant", "content": text}
-        if think := _THINK.match(text):
-            message["reasoning_content"] = think.group(1).strip()
-            message["content"] = text[think.end():]
+        message = split_reasoning(str(tok.decode(new, skip_special_tokens=True)))
         return Turn(message, int(inputs["input_ids"].shape[1]), int(new.shape[0]),
                     seconds=time.perf_counter() - start)

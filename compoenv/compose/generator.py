@@ -354,7 +354,7 @@ def select(outcomes: Iterable[Outcome], n: int, rejections: Counter[str],
             if rejections_by_tool is not None:
                 for tool in tools:
                     rejections_by_tool[(reason or "rejected", tool)] += 1
-        elif task.id in seen or task.job_key() in jobs:  # the same job beside other distractors
+        elif task.id in seen or (job := task.job_key()) in jobs:  # same job, other distractors
             rejections["duplicate"] += 1
         elif quotas is not None and levels[lvl := level(task.difficulty or estimate(task))] \
                 >= quotas.get(lvl, 0):
@@ -362,7 +362,7 @@ def select(outcomes: Iterable[Outcome], n: int, rejections: Counter[str],
         else:
             levels[level(task.difficulty or estimate(task))] += 1
             seen.add(task.id)
-            jobs.add(task.job_key())
+            jobs.add(job)
             yield task
         if progress is not None:
             progress(len(seen), attempted)
