@@ -349,15 +349,20 @@ def test_the_env_composes_scenario_tasks_and_the_oracle_completes_them() -> None
         CompoWorldEnv(scenarios=["no_such_job"])
 
 
-def _bindings(scenario: str, seeds: int) -> Iterator[tuple[Walk, Step, Binding]]:
-    """Every binding of the walks this scenario builds from the first ``seeds`` seeds."""
-    composer = Composer(config=ComposerConfig(scenarios=(scenario,),
-                                              difficulty=(("hard", 1.0),)))
+def _built(scenario: str, seeds: int, hard: bool = False) -> Iterator[tuple[Task, Walk]]:
+    """The tasks (and walks) this scenario builds from the first ``seeds`` seeds."""
+    mix = (("hard", 1.0),) if hard else ComposerConfig().difficulty
+    composer = Composer(config=ComposerConfig(scenarios=(scenario,), difficulty=mix))
     for seed in range(seeds):
         try:
-            _, walk = composer._build(seed)
+            yield composer._build(seed)
         except Rejected:
             continue
+
+
+def _bindings(scenario: str, seeds: int) -> Iterator[tuple[Walk, Step, Binding]]:
+    """Every binding of the walks this scenario builds (hard tasks) from ``seeds`` seeds."""
+    for _, walk in _built(scenario, seeds, hard=True):
         for step in walk.steps:
             for b in step.bindings:
                 yield walk, step, b
@@ -402,13 +407,8 @@ def test_a_decoy_is_named_by_what_its_key_identifies(tool, key, thing) -> None:
 def test_a_fan_out_leaves_out_the_one_person_the_request_named() -> None:
     """"For each lead found other than the reporter": the reporter gets no ticket of their
     own, everyone else does, and the request says whom it leaves out."""
-    composer = Composer(config=ComposerConfig(scenarios=("client_outage_outreach",)))
     left = 0
-    for seed in range(40):
-        try:
-            task, walk = composer._build(seed)
-        except Rejected:
-            continue
+    for task, walk in _built("client_outage_outreach", 40):
         for listed, (item, _) in walk.left_out.items():
             left += 1
             person = walk.steps[listed].result[item]["email"]
@@ -423,13 +423,8 @@ def test_a_fan_out_leaves_out_the_one_person_the_request_named() -> None:
 def test_a_fan_out_leaves_out_a_person_the_job_already_found() -> None:
     """The champion who told us is one of their company's leads: they get their own thanks,
     not the outreach meant for everyone else ("for each lead found other than the contact")."""
-    composer = Composer(config=ComposerConfig(scenarios=("account_pipeline_push",)))
     left = 0
-    for seed in range(30):
-        try:
-            task, walk = composer._build(seed)
-        except Rejected:
-            continue
+    for task, walk in _built("account_pipeline_push", 30):
         champion = walk.steps[0].result["email"]
         logged = [c for c in task.solution if c.name == "crm__log_interaction"]
         assert logged and all(champion not in json.dumps(c.arguments) for c in logged)
