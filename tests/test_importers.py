@@ -17,7 +17,7 @@ from compoenv.compose import Composer, ComposerConfig
 from compoenv.registry import Registry
 from compoenv.world import World
 from compoenv.worldmodel import SimulatedService, SpecError, service_from_spec, validate_spec
-from compoenv.worldmodel.importers import (
+from compoenv.importers import (
     from_mcp, from_openapi, infer_interface, mcp_spec, openapi_spec, snake)
 
 FIXTURES = Path(__file__).parent / "fixtures"

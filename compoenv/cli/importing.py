@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from compoenv.worldmodel.importers import mcp_spec, openapi_spec
+from compoenv.importers import mcp_spec, openapi_spec
 from compoenv.worldmodel.spec import SpecError
 
 __all__ = ["import_", "read_document"]
