@@ -9,10 +9,14 @@ from typing import Any
 from compoenv.importers.convert import Converter
 from compoenv.importers.infer import SKIP_HEADERS, object_hint
 from compoenv.importers.naming import short_text, snake, unique
+from compoenv.importers.split import ApiName, Operation, group_operations
 from compoenv.importers.tools import spec_tool
-from compoenv.worldmodel.spec import SpecError, validate_spec
+from compoenv.worldmodel.spec import SPEC_SCHEMA, SpecError, validate_spec
 
-__all__ = ["openapi_spec", "from_openapi"]
+__all__ = ["openapi_spec", "openapi_services", "from_openapi", "TOOL_MAX"]
+
+TOOL_MAX = 32  # characters of a tool name: "<service>__<tool>" fits OpenAI's 64
+_Op = tuple[str, str, dict[str, Any], dict[str, Any]]  # path, method, operation, path item
 
 
 def _media(content: Any) -> tuple[str | None, Any]:
@@ -67,17 +71,15 @@ def _operation(conv: Converter, path: str, method: str, op: dict[str, Any],
                      returns or {"type": "object"}, conv.warnings)
 
 
-def openapi_spec(document: Any, name: str | None = None, domain: str = "imported",
-                 max_tools: int = 60, origin: str = "<openapi>",
-                 ) -> tuple[dict[str, Any], list[str]]:
-    """The spec for an OpenAPI 3 ``document``, and the warnings (what was skipped)."""
-    doc = document if isinstance(document, dict) else {}
-    if not str(doc.get("openapi", "")).startswith("3."):
+def _operations(doc: Any, origin: str) -> tuple[Converter, list[_Op]]:
+    """The converter for ``doc`` and its operations in document order."""
+    if not str((doc if isinstance(doc, dict) else {}).get("openapi", "")).startswith("3."):
         seen = (f"Swagger {doc['swagger']}" if "swagger" in doc else f"openapi={doc['openapi']!r}"
-                if "openapi" in doc else "no 'openapi' field")
+                if "openapi" in doc else "no 'openapi' field") if isinstance(doc, dict) \
+            else "no 'openapi' field"
         raise SpecError(f"{origin}: not an OpenAPI 3 document ({seen}); convert Swagger 2.0 "
                         f"documents to OpenAPI 3 first")
-    conv, operations, tools, taken = Converter(doc, origin, []), [], [], set[str]()
+    conv, operations = Converter(doc, origin, []), []
     for path, item in (doc.get("paths") or {}).items():
         item, _ = conv.deref(item, f"$.paths[{path!r}]")
         operations += [(path, m, item[m], item) for m in ("get", "put", "post", "delete",
@@ -85,23 +87,81 @@ def openapi_spec(document: Any, name: str | None = None, domain: str = "imported
     if not operations:
         raise SpecError(f"{origin}: $.paths: no operations to import")
     conv.warnings += ["webhooks are not supported; skipped"] if doc.get("webhooks") else []
-    if len(operations) > max_tools:
-        conv.warnings.append(f"{len(operations)} operations; only the first {max_tools} imported")
-    for path, method, op, item in operations[:max_tools]:
-        base = snake(op["operationId"], prefix="op") if op.get("operationId") else snake(
-            method + " " + re.sub(r"{([^}]+)}", r"by \1", path))
-        tools.append(_operation(conv, path, method, op, item, unique(base, taken)))
+    return conv, operations
+
+
+def _tools(conv: Converter, operations: list[_Op]) -> list[dict[str, Any]]:
+    """One tool per operation, names unique within the list and at most 32 characters."""
+    tools, taken = [], set[str]()
+    for path, method, op, item in operations:
+        base = snake(op["operationId"], TOOL_MAX, prefix="op") if op.get("operationId") else \
+            snake(method + " " + re.sub(r"{([^}]+)}", r"by \1", path), TOOL_MAX)
+        tools.append(_operation(conv, path, method, op, item, unique(base, taken, TOOL_MAX)))
+    return tools
+
+
+def _service(doc: dict[str, Any], name: str, domain: str, tools: list[dict[str, Any]],
+             about: str = "") -> dict[str, Any]:
     info = doc.get("info") or {}
     title = str(info.get("title") or "imported api")
-    about = f"{title} (imported from OpenAPI)"
-    spec = {"name": snake(name or title, 40, prefix="api"), "domain": domain,
-            "description": short_text(info.get("description"), about, fallback=about, low=10),
+    fallback = f"{title}{': ' + about if about else ''} (imported from OpenAPI)"
+    described = f"{title}: {about}" if about else info.get("description")
+    return {"name": name, "domain": domain,
+            "description": short_text(described, fallback, fallback=fallback, low=10),
             "version": str(info.get("version") or "1"), "source": "openapi", "tools": tools}
+
+
+def openapi_spec(document: Any, name: str | None = None, domain: str = "imported",
+                 max_tools: int | None = None, origin: str = "<openapi>",
+                 ) -> tuple[dict[str, Any], list[str]]:
+    """The spec for an OpenAPI 3 ``document`` as one service, and the warnings (what was
+    skipped). A document with more operations than one service holds raises SpecError unless
+    ``max_tools`` keeps only the first ones (with a warning); ``openapi_services`` splits it."""
+    conv, operations = _operations(document, origin)
+    most = SPEC_SCHEMA["properties"]["tools"]["maxItems"]
+    if max_tools is None and len(operations) > most:
+        raise SpecError(f"{origin}: {len(operations)} operations do not fit one service (at "
+                        f"most {most} tools); import it into a library folder to split it "
+                        f"into services (compoenv import openapi FILE -o LIBDIR)")
+    if max_tools is not None and len(operations) > max_tools:
+        conv.warnings.append(f"{len(operations)} operations; only the first {max_tools} imported")
+    title = str((document.get("info") or {}).get("title") or "imported api")
+    spec = _service(document, snake(name or title, 40, prefix="api"), domain,
+                    _tools(conv, operations[:max_tools]))
     return validate_spec(spec, origin), conv.warnings
 
 
+def openapi_services(document: Any, domain: str = "imported", origin: str = "<openapi>",
+                     ) -> tuple[ApiName, list[tuple[str, dict[str, Any]]], list[str]]:
+    """An OpenAPI 3 ``document`` as services of at most ``split.LIMIT`` tools each, grouped by
+    tag or path prefix (``compoenv.importers.split``), no operation dropped.
+
+    Returns:
+        What the API may be named after, ``[(group, spec)]`` (group ``""`` when the API is one
+        service; each spec named ``group`` or ``"api"`` until the importer names it), and the
+        warnings.
+    """
+    conv, operations = _operations(document, origin)
+    info, servers = document.get("info") or {}, document.get("servers") or [{}]
+    api = ApiName(*(str(info.get(k) or "") for k in ("x-providerName", "x-serviceName",
+                                                     "title")),
+                  str((servers[0] if isinstance(servers[0], dict) else {}).get("url") or ""),
+                  str(info.get("version") or ""))
+    tags = {str(t.get("name")): t.get("description") or "" for t in document.get("tags") or ()
+            if isinstance(t, dict)}
+    groups = group_operations([Operation(path, tuple(str(t) for t in op.get("tags") or ()))
+                               for path, _, op, _ in operations])
+    services = []
+    for group, members in groups:
+        chosen = [operations[i] for i in members]
+        tag = str(chosen[0][2].get("tags", [""])[0] or "") if group else ""
+        about = (f"{group.replace('_', ' ')} - {tags.get(tag) or ''}".strip(" -")) if group else ""
+        spec = _service(document, group or "api", domain, _tools(conv, chosen), about)
+        services.append((group, validate_spec(spec, origin)))
+    return api, services, conv.warnings
+
+
 def from_openapi(document: dict[str, Any], name: str | None = None, domain: str = "imported",
-                 max_tools: int = 60, origin: str = "<openapi>") -> dict[str, Any]:
+                 max_tools: int | None = None, origin: str = "<openapi>") -> dict[str, Any]:
     """A validated spec with one tool per operation of an OpenAPI 3.0/3.1 ``document``."""
     return openapi_spec(document, name, domain, max_tools, origin)[0]
-

@@ -1,0 +1,182 @@
+"""How an imported API becomes named services: a readable namespace for the API, and its
+operations grouped by tag or path prefix into services of at most ``LIMIT`` tools, none dropped.
+
+    github (92 operations, tags repos/issues/pulls/users) -> github.repos, github.issues, ...
+    azure.com / sql-managedInstanceKeys (8 operations)    -> azure.sql_managed_keys
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from urllib.parse import urlparse
+
+from compoenv.importers.naming import snake, unique
+
+__all__ = ["LIMIT", "SERVICE_MAX", "ApiName", "Operation", "group_operations", "fit",
+           "host_label", "namespaces"]
+
+LIMIT = 50  # tools per service, at most
+SERVICE_MAX = 30  # characters of a service name: "<service>__<tool>" fits OpenAI's 64
+SPLIT_API_MAX = 19  # a split API's namespace leaves room for ".<group>"
+_SMALL = 3  # prefix groups smaller than this gather in "other"
+_GENERIC = set("api apis rest restful openapi swagger client service services the a an of for "
+               "documentation docs reference spec specification http https json web public "
+               "interface".split())
+_HOST_NOISE = set("www api apis developer developers dev app rest management gateway service "
+                  "services platform portal".split())
+_TLD2 = {"co", "com", "gov", "org", "net", "ac", "edu", "ne", "or", "go", "gob", "nic"}
+
+
+@dataclass(frozen=True)
+class Operation:
+    """An operation as the splitter sees it: its path and its tags."""
+
+    path: str
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ApiName:
+    """What an API may be named after, most specific first (all may be empty)."""
+
+    provider: str = ""  # APIs.guru info.x-providerName ("azure.com")
+    service: str = ""  # info.x-serviceName ("sql-managedInstances")
+    title: str = ""  # info.title
+    host: str = ""  # the first server's URL
+    version: str = ""  # info.version
+
+
+def fit(words: str, limit: int) -> str:
+    """A snake_case name of at most ``limit`` characters that keeps the first and last words
+    (``sql_managed_instance_keys`` -> ``sql_managed_keys``), since the last word usually tells
+    sibling APIs apart; middle words go first, then the name is cut by whole words."""
+    parts = snake(words, 200).split("_")
+    while len("_".join(parts)) > limit and len(parts) > 2:
+        del parts[-2]
+    return snake("_".join(parts), limit)
+
+
+def host_label(host: str) -> str:
+    """The distinctive label of a host or provider name: ``api.github.com`` -> ``github``,
+    ``management.azure.com`` -> ``azure``, ``apisetu.gov.in`` -> ``apisetu``."""
+    host = urlparse(host).hostname or "" if "//" in host else host.split("/")[0]
+    labels = [x for x in host.lower().split(".") if x and not x.startswith("{")]
+    if len(labels) > 1:
+        labels.pop()
+    if len(labels) > 1 and labels[-1] in _TLD2:
+        labels.pop()
+    kept = [x for x in labels if x not in _HOST_NOISE]
+    return (kept or labels or [""])[-1]
+
+
+def _title(title: str) -> str:
+    """A title's distinctive words: ``SqlManagementClient`` -> ``sql_management``."""
+    text = title.lower() if re.search(r"\s", title) else title  # "GitHub API": not git_hub
+    words = [w for w in snake(text, 200).split("_") if w not in _GENERIC
+             and not re.fullmatch(r"v?\d+", w) and w != "x"]
+    return "_".join(words)
+
+
+def _base(name: ApiName, limit: int) -> str:
+    """The most readable namespace of at most ``limit`` characters."""
+    provider = host_label(name.provider)
+    if provider:
+        head = fit(provider, 12) if len(provider) > 12 else snake(provider, 12, prefix="api")
+        rest = fit(name.service, limit - len(head) - 1) if name.service.strip("-_ ") else ""
+        return f"{head}.{rest}" if rest else head
+    words = _title(name.title) or host_label(name.host) or "imported"
+    return fit(snake(words, 200, prefix="api"), limit)
+
+
+def namespaces(name: ApiName, split: bool) -> Iterator[str]:
+    """Namespaces for an API in order of preference: the readable one, then with its version,
+    then numbered; the importer takes the first that no earlier API holds."""
+    limit = SPLIT_API_MAX if split else SERVICE_MAX
+    base = _base(name, limit)
+    yield base
+    version = snake(name.version, 12, prefix="v") if name.version.strip() else ""
+    version = version if version.startswith("v") else f"v{version}"
+    if len(version) > 1:
+        yield f"{_base(name, limit - len(version) - 1)}_{version}"
+    for n in range(2, 10_000):
+        yield f"{_base(name, limit - len(str(n)) - 1)}_{n}"
+
+
+def _segments(path: str) -> list[str]:
+    return [s for s in path.split("/") if s]
+
+
+def _by_prefix(ops: list[Operation], members: list[int]) -> dict[str, list[int]]:
+    """Members grouped by the first distinctive, non-parameter path segment after the prefix
+    all of them share (``/repos/{owner}/{repo}/issues`` -> ``issues`` within ``/repos``)."""
+    paths = [_segments(ops[i].path) for i in members]
+    common = 0
+    while all(len(p) > common and p[common] == paths[0][common] for p in paths):
+        common += 1
+    out: dict[str, list[int]] = {}
+    for i, segments in zip(members, paths):
+        rest = [s for s in segments[common:] if not s.startswith("{")]
+        key = rest[0] if rest else (segments[common - 1] if common and not segments[
+            common - 1].startswith("{") else "root")
+        out.setdefault(snake(key.split(".")[-1], 20, prefix="g"), []).append(i)
+    return out
+
+
+def _by_tag(ops: list[Operation], members: list[int]) -> dict[str, list[int]] | None:
+    """Members grouped by their first tag, when tags partition the API well: every operation
+    tagged, at least two tags, no tag holding nearly everything, groups not mostly tiny."""
+    if not all(ops[i].tags for i in members):
+        return None
+    out: dict[str, list[int]] = {}
+    for i in members:
+        out.setdefault(snake(ops[i].tags[0], 20, prefix="g"), []).append(i)
+    largest = max(len(v) for v in out.values())
+    if len(out) < 2 or largest > 0.9 * len(members) or len(members) < _SMALL * len(out):
+        return None
+    return out
+
+
+def _gather_small(groups: dict[str, list[int]]) -> dict[str, list[int]]:
+    """Groups of fewer than ``_SMALL`` operations merged into one "other" group."""
+    small = [k for k, v in groups.items() if len(v) < _SMALL]
+    if len(small) < 2:
+        return groups
+    out = {k: v for k, v in groups.items() if k not in small}
+    out.setdefault("other", []).extend(i for k in small for i in groups[k])
+    return out
+
+
+def _split(ops: list[Operation], members: list[int], name: str, limit: int,
+           depth: int = 0) -> list[tuple[str, list[int]]]:
+    """``members`` (a group called ``name``) in parts of at most ``limit``, by sub-prefix, and
+    in numbered chunks when paths no longer tell them apart."""
+    if len(members) <= limit:
+        return [(name, members)]
+    parts = _gather_small(_by_prefix(ops, members)) if depth < 4 else {}
+    if len(parts) < 2:
+        return [(name if n == 0 else f"{name}_{n // limit + 1}", members[n:n + limit])
+                for n in range(0, len(members), limit)]
+    return [part for key, sub in sorted(parts.items()) for part in _split(
+        ops, sub, f"{name}_{key}" if name else key, limit, depth + 1)]
+
+
+def group_operations(ops: list[Operation], limit: int = LIMIT) -> list[tuple[str, list[int]]]:
+    """The services an API's operations make: ``[(group, indices)]``, every operation in
+    exactly one group, each group at most ``limit`` operations, in a stable order; one group
+    named ``""`` when the API fits in one service.
+
+    Args:
+        ops: The API's operations, in document order.
+        limit: Tools per service, at most.
+    """
+    members = list(range(len(ops)))
+    if len(ops) <= limit:
+        return [("", members)]
+    groups = _by_tag(ops, members) or _gather_small(_by_prefix(ops, members))
+    if len(groups) < 2:
+        return _split(ops, members, "part", limit)
+    parts = [part for key, sub in sorted(groups.items()) for part in _split(ops, sub, key, limit)]
+    taken: set[str] = set()
+    return [(unique(fit(key, 20), taken, 20), sorted(sub)) for key, sub in parts]
