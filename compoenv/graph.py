@@ -1,21 +1,37 @@
 """Tool-dependency graph: an edge u -> v when an output of u fits a required input of v: the
-same interface, and roles that may feed each other (``compoenv.roles.compatible``)."""
+same interface, and roles that may feed each other (``compoenv.roles.compatible``).
+
+Edges are never all materialised: a library of 50,000 tools has millions of them. The graph
+indexes its tools' slots by (interface, role) and computes a tool's edges when a walk asks for
+them, so its memory and build time grow with the number of tools, not with producer x
+consumer pairs. networkx is only for export and analysis (``graph``, ``to_json``,
+``service_graph``).
+"""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, NamedTuple
+from typing import (
+    Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Optional, Union,
+)
 
 import networkx as nx
 
 from compoenv.interfaces import STATABLE
 from compoenv.roles import compatible
+from compoenv.schema import Slot
 from compoenv.service import ToolSpec
+from compoenv.signature import ToolSignature
 
 __all__ = ["WORDS", "ToolGraph", "Edge"]
 
 
 # free text: a record's text may be read on (translated, looked up), not written on
 WORDS = frozenset({"Text", "EmailSubject"})
+
+# edges kept for tools walks asked about; past this many the oldest tools' are dropped
+_CACHED_EDGES = 1_000_000
+# (service, service) answers of ``related`` kept; past this many they are asked again
+_CACHED_PAIRS = 2_000_000
 
 
 class Edge(NamedTuple):
@@ -32,67 +48,179 @@ class Edge(NamedTuple):
     target_service: str
     cross_service: bool
 
-    @classmethod
-    def between(cls, source: str, target: str, interface: str, path: tuple[str, ...],
-                param: str) -> Edge:
-        service = target.split("__", 1)[0]
-        return cls(source, target, interface, path, param, service,
-                   source.split("__", 1)[0] != service)
+
+class _Slot(NamedTuple):
+    """A slot of a tool in the index: the tool's position, the slot's place among its inputs
+    (or outputs), the tool, the slot's parameter (input) or path (output), the service."""
+
+    position: int
+    index: int
+    tool: str
+    where: Any
+    service: str
+
+
+Role = Optional[str]
+
+
+class _Bucket:
+    """The slots of one (interface, role), in tool order, also grouped by service."""
+
+    __slots__ = ("key", "slots", "by_service")
+
+    def __init__(self, key: tuple[str, Role]) -> None:
+        self.key = key
+        self.slots: list[_Slot] = []
+        self.by_service: dict[str, list[_Slot]] = {}
+
+    def add(self, slot: _Slot) -> None:
+        self.slots.append(slot)
+        self.by_service.setdefault(slot.service, []).append(slot)
+
+
+_Index = dict[str, dict[Role, _Bucket]]
+
+
+class _Specs(Mapping[str, ToolSpec]):
+    """Full ToolSpecs by qualified name, resolved on first use (``resolve``) and kept."""
+
+    def __init__(self, names: Mapping[str, ToolSignature], given: dict[str, ToolSpec],
+                 resolve: Callable[[str], ToolSpec] | None) -> None:
+        self._names, self._cache, self._resolve = names, given, resolve
+
+    def __getitem__(self, name: str) -> ToolSpec:
+        spec = self._cache.get(name)
+        if spec is None:
+            if name not in self._names:
+                raise KeyError(name)
+            if self._resolve is None:
+                raise LookupError(f"the graph holds only the signature of {name!r}: build it "
+                                  f"with resolve= (e.g. registry.spec) to read full specs")
+            spec = self._cache[name] = self._resolve(name)
+        return spec
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
 
 
 class ToolGraph:
     """Typed dependency graph over a set of tools (a networkx MultiDiGraph on request).
 
     Args:
-        specs: The tools; nodes are their qualified names.
+        tools: The tools, as signatures (``registry.signatures()``) or full specs; nodes are
+            their qualified names.
         related: Whether a request may go from one service to another (by name); edges
             between unrelated services are left out (default: every pair is related).
+        resolve: The full ToolSpec of a qualified name (``registry.spec``), for ``specs`` of
+            tools given as signatures.
+
+    Attributes:
+        signatures: Each tool's signature, by qualified name, in the order given.
+        specs: Each tool's full ToolSpec, by qualified name, resolved lazily.
     """
 
-    def __init__(self, specs: Iterable[ToolSpec],
-                 related: Callable[[str, str], bool] | None = None) -> None:
-        self.specs: dict[str, ToolSpec] = {s.qualified_name: s for s in specs}
+    def __init__(self, tools: Iterable[Union[ToolSignature, ToolSpec]],
+                 related: Callable[[str, str], bool] | None = None,
+                 resolve: Callable[[str], ToolSpec] | None = None) -> None:
+        self.signatures: dict[str, ToolSignature] = {}
+        given: dict[str, ToolSpec] = {}
+        for tool in tools:
+            if isinstance(tool, ToolSignature):
+                self.signatures[tool.qualified_name] = tool
+            else:
+                self.signatures[tool.qualified_name] = ToolSignature.of(tool)
+                given[tool.qualified_name] = tool
+        self.specs: Mapping[str, ToolSpec] = _Specs(self.signatures, given, resolve)
+        self._related = related
+        self._near: dict[tuple[str, str], bool] = {}
+        self._consumers: _Index = {}  # required inputs an output may fill
+        self._producers: _Index = {}  # outputs, for edges into a tool
+        for position, (name, sig) in enumerate(self.signatures.items()):
+            for k, slot in enumerate(sig.outputs):
+                _bucket(self._producers, slot).add(
+                    _Slot(position, k, name, slot.path, sig.service))
+            for j, slot in enumerate(sig.inputs):
+                if _takes(sig, slot):
+                    _bucket(self._consumers, slot).add(
+                        _Slot(position, j, name, slot.path[0], sig.service))
+        self._fed: dict[tuple[str, Role], tuple[Role, ...]] = {}
+        self._feeding: dict[tuple[str, Role], tuple[Role, ...]] = {}
+        self._reach: dict[tuple[str, str, Role], bool] = {}
+        self._out: dict[str, list[Edge]] = {}
+        self._cached = 0
         self._starts: list[str] | None = None
         self._memo: dict[Any, Any] = {}
         self._nx: nx.MultiDiGraph | None = None
-        producers: dict[str, list[tuple[str, tuple[str, ...], str | None]]] = {}
-        for name, spec in self.specs.items():
-            for slot in spec.outputs:
-                producers.setdefault(slot.interface, []).append((name, slot.path, slot.role))
-        self._out: dict[str, list[Edge]] = {name: [] for name in self.specs}
-        near: dict[tuple[str, str], bool] = {}
-        for target, spec in self.specs.items():
-            for slot in spec.inputs:
-                if not slot.required or len(slot.path) != 1:
-                    continue
-                if slot.interface in WORDS and not spec.read_only:
-                    continue  # what a user writes is their own words, never a record's text
-                for source, path, role in producers.get(slot.interface, ()):
-                    # interface and role must fit: a lead's value is no salary (compoenv.roles)
-                    if source == target or not compatible(slot.interface, role, slot.role):
-                        continue
-                    # and the services must belong in one request: a lead is not parked at
-                    pair = (self.specs[source].service, spec.service)
-                    if related is not None and not near.setdefault(pair, related(*pair)):
-                        continue
-                    self._out[source].append(
-                        Edge.between(source, target, slot.interface, path, slot.path[0]))
 
-    @property
-    def graph(self) -> nx.MultiDiGraph:
-        """The graph as networkx: tool nodes (service, read_only), edges keyed (path, param)
-        with their interface and whether they cross services. Built on first use: walks need
-        only the edge lists, and 70,000 edges in networkx dicts would slow the collector."""
-        if self._nx is None:
-            graph = nx.MultiDiGraph()
-            for name, spec in self.specs.items():
-                graph.add_node(name, service=spec.service, read_only=spec.read_only)
-            for edges in self._out.values():
-                for e in edges:
-                    graph.add_edge(e.source, e.target, key=(e.path, e.param),
-                                   interface=e.interface, cross=e.cross_service)
-            self._nx = graph
-        return self._nx
+    # -- edges ------------------------------------------------------------------------------
+    def out_edges(self, tool: str) -> list[Edge]:
+        """Edges leaving ``tool``: by target (in tool order), then the target's input, then
+        ``tool``'s output. Computed on first use and kept (the most recent ones)."""
+        edges = self._out.get(tool)
+        if edges is None:
+            edges = self._edges_from(tool) if tool in self.signatures else []
+            while self._out and self._cached + len(edges) > _CACHED_EDGES:
+                self._cached -= len(self._out.pop(next(iter(self._out))))
+            self._out[tool] = edges
+            self._cached += len(edges)
+        return edges
+
+    def in_edges(self, tool: str) -> list[Edge]:
+        """Edges into ``tool``: by source (in tool order), then ``tool``'s input, then the
+        source's output (the order in which the sources' ``out_edges`` list them)."""
+        sig = self.signatures.get(tool)
+        if sig is None:
+            return []
+        found = []
+        for j, slot in enumerate(sig.inputs):
+            if not _takes(sig, slot) or slot.interface not in self._producers:
+                continue
+            by_role = self._producers[slot.interface]
+            for role in self._roles_feeding(slot.interface, slot.role):
+                found.extend((p.position, j, p.index, p, slot) for p in by_role[role].slots
+                             if p.tool != tool and self.related(p.service, sig.service))
+        found.sort(key=lambda f: f[:3])
+        return [Edge(p.tool, tool, slot.interface, p.where, slot.path[0], sig.service,
+                     p.service != sig.service) for *_, p, slot in found]
+
+    def has_out_edges(self, tool: str) -> bool:
+        """Whether any edge leaves ``tool`` (without listing them)."""
+        if tool in self._out:
+            return bool(self._out[tool])
+        sig = self.signatures.get(tool)
+        if sig is None:
+            return False
+        for slot, bucket in self._buckets_fed(sig):
+            if self._reaches(sig.service, bucket):
+                return True
+            own = bucket.by_service.get(sig.service, ())
+            if any(c.tool != tool for c in own) and self.related(sig.service, sig.service):
+                return True
+        return False
+
+    def related(self, a: str, b: str) -> bool:
+        """Whether the graph joins service ``a`` to service ``b`` (``related``, remembered)."""
+        if self._related is None:
+            return True
+        near = self._near.get((a, b))
+        if near is None:
+            if len(self._near) >= _CACHED_PAIRS:
+                self._near.clear()
+            near = self._near[(a, b)] = self._related(a, b)
+        return near
+
+    def start_tools(self) -> list[str]:
+        """Tools a user's request can start from: every required input is user-statable."""
+        if self._starts is None:
+            self._starts = [name for name, sig in self.signatures.items()
+                            if _statable(sig) and self.has_out_edges(name)]
+        return self._starts
 
     def memo(self, key: Any, compute: Callable[[], Any]) -> Any:
         """``compute()`` once per key for this graph (derived views of its fixed tools)."""
@@ -100,48 +228,140 @@ class ToolGraph:
             self._memo[key] = compute()
         return self._memo[key]
 
-    def out_edges(self, tool: str) -> list[Edge]:
-        """Edges leaving ``tool``, in a stable order."""
-        return self._out.get(tool, [])
+    def _edges_from(self, tool: str) -> list[Edge]:
+        sig = self.signatures[tool]
+        found = []
+        for k, slot in enumerate(sig.outputs):
+            by_role = self._consumers.get(slot.interface)
+            if by_role is None:
+                continue
+            for role in self._roles_fed(slot.interface, slot.role):
+                found.extend((c.position, c.index, k, c) for c in by_role[role].slots
+                             if c.tool != tool and self.related(sig.service, c.service))
+        found.sort(key=lambda f: f[:3])
+        outputs = sig.outputs
+        return [Edge(tool, c.tool, outputs[k].interface, outputs[k].path, c.where, c.service,
+                     c.service != sig.service) for _, _, k, c in found]
 
-    def start_tools(self) -> list[str]:
-        """Tools a user's request can start from: every required input is user-statable."""
-        if self._starts is None:
-            self._starts = self._find_starts()
-        return self._starts
+    def _buckets_fed(self, sig: ToolSignature) -> Iterator[tuple[Slot, _Bucket]]:
+        """Each output of ``sig`` with each bucket of inputs it may fill."""
+        for slot in sig.outputs:
+            by_role = self._consumers.get(slot.interface)
+            if by_role is not None:
+                for role in self._roles_fed(slot.interface, slot.role):
+                    yield slot, by_role[role]
 
-    def _find_starts(self) -> list[str]:
-        starts = []
-        for name, spec in self.specs.items():
-            required = [s for s in spec.inputs if s.required and len(s.path) == 1]
-            names = set(spec.parameters.get("required", ()))
-            if (required and names == {s.path[0] for s in required}
-                    and all(s.interface in STATABLE for s in required) and self._out[name]):
-                starts.append(name)
-        return starts
+    def _reaches(self, service: str, bucket: _Bucket) -> bool:
+        """Whether an input in ``bucket`` of another service related to ``service`` exists
+        (once per service and bucket: the tools of one service share the answer)."""
+        key = (service, *bucket.key)
+        reach = self._reach.get(key)
+        if reach is None:
+            reach = self._reach[key] = any(other != service and self.related(service, other)
+                                           for other in bucket.by_service)
+        return reach
+
+    def _roles_fed(self, interface: str, role: Role) -> tuple[Role, ...]:
+        """Input roles of ``interface`` that an output of ``role`` may fill."""
+        key = (interface, role)
+        if key not in self._fed:
+            self._fed[key] = tuple(r for r in self._consumers.get(interface, ())
+                                   if compatible(interface, role, r))
+        return self._fed[key]
+
+    def _roles_feeding(self, interface: str, role: Role) -> tuple[Role, ...]:
+        """Output roles of ``interface`` that may fill an input of ``role``."""
+        key = (interface, role)
+        if key not in self._feeding:
+            self._feeding[key] = tuple(r for r in self._producers.get(interface, ())
+                                       if compatible(interface, r, role))
+        return self._feeding[key]
+
+    # -- export and analysis ----------------------------------------------------------------
+    def all_edges(self) -> Iterator[Edge]:
+        """Every edge, source by source (computed afresh: for export, never kept)."""
+        for name in self.signatures:
+            yield from self._out.get(name) or self._edges_from(name)
+
+    @property
+    def graph(self) -> nx.MultiDiGraph:
+        """The graph as networkx: tool nodes (service, read_only), edges keyed (path, param)
+        with their interface and whether they cross services. Built on first use, for export
+        and analysis: walks read ``out_edges``, and millions of edges in networkx dicts would
+        not fit a large library's memory."""
+        if self._nx is None:
+            graph = nx.MultiDiGraph()
+            for name, sig in self.signatures.items():
+                graph.add_node(name, service=sig.service, read_only=sig.read_only)
+            for e in self.all_edges():
+                graph.add_edge(e.source, e.target, key=(e.path, e.param),
+                               interface=e.interface, cross=e.cross_service)
+            self._nx = graph
+        return self._nx
 
     def service_graph(self) -> nx.DiGraph:
-        """Services as nodes; an edge carries how many tool edges join the two services."""
+        """Services as nodes; an edge carries how many tool edges join the two services
+        (counted from the index, without listing the edges)."""
         view = nx.DiGraph()
-        for spec in self.specs.values():
-            view.add_node(spec.service)
+        view.add_nodes_from(dict.fromkeys(sig.service for sig in self.signatures.values()))
         weights: dict[tuple[str, str], int] = {}
-        for source, edges in self._out.items():
-            for e in edges:
-                if e.cross_service:
-                    pair = (self.specs[source].service, e.target_service)
-                    weights[pair] = weights.get(pair, 0) + 1
-        view.add_edges_from((u, v, {"weight": w}) for (u, v), w in weights.items())
+        first: dict[tuple[str, str], tuple[int, int]] = {}  # where out_edges first meets it
+        for position, sig in enumerate(self.signatures.values()):
+            for _, bucket in self._buckets_fed(sig):
+                for other, inputs in bucket.by_service.items():
+                    pair = (sig.service, other)
+                    if other == sig.service or not self.related(*pair):
+                        continue
+                    weights[pair] = weights.get(pair, 0) + len(inputs)
+                    first[pair] = min(first.get(pair, (position, inputs[0].position)),
+                                      (position, inputs[0].position))
+        view.add_edges_from((u, v, {"weight": weights[(u, v)]})
+                            for u, v in sorted(weights, key=first.__getitem__))
         return view
 
     def to_json(self) -> dict[str, Any]:
+        """Every node and edge, as JSON (for export: lists every edge)."""
         return {
-            "nodes": [{"id": n, **d} for n, d in self.graph.nodes(data=True)],
-            "edges": [{"source": u, "target": v, "interface": d["interface"], "path": list(k[0]),
-                       "param": k[1]} for u, v, k, d in self.graph.edges(keys=True, data=True)],
+            "nodes": [{"id": name, "service": sig.service, "read_only": sig.read_only}
+                      for name, sig in self.signatures.items()],
+            "edges": [{"source": e.source, "target": e.target, "interface": e.interface,
+                       "path": list(e.path), "param": e.param} for e in self.all_edges()],
         }
 
     def stats(self) -> dict[str, int]:
-        cross = sum(1 for *_, d in self.graph.edges(data=True) if d["cross"])
-        return {"tools": self.graph.number_of_nodes(), "edges": self.graph.number_of_edges(),
-                "cross_service_edges": cross, "start_tools": len(self.start_tools())}
+        """Counts of tools, edges, cross-service edges and start tools (edges counted from the
+        index, without listing them)."""
+        edges = cross = 0
+        for name, sig in self.signatures.items():
+            for _, bucket in self._buckets_fed(sig):
+                for other, inputs in bucket.by_service.items():
+                    if not self.related(sig.service, other):
+                        continue
+                    if other != sig.service:
+                        cross += len(inputs)
+                        edges += len(inputs)
+                    else:
+                        edges += sum(c.tool != name for c in inputs)
+        return {"tools": len(self.signatures), "edges": edges, "cross_service_edges": cross,
+                "start_tools": len(self.start_tools())}
+
+
+def _bucket(index: _Index, slot: Slot) -> _Bucket:
+    by_role = index.setdefault(slot.interface, {})
+    if slot.role not in by_role:
+        by_role[slot.role] = _Bucket((slot.interface, slot.role))
+    return by_role[slot.role]
+
+
+def _takes(sig: ToolSignature, slot: Slot) -> bool:
+    """Whether an input slot takes values from other tools: required, a top-level parameter,
+    and not a write's free text (what a user writes is their own words, never a record's)."""
+    return (slot.required and len(slot.path) == 1
+            and not (slot.interface in WORDS and not sig.read_only))
+
+
+def _statable(sig: ToolSignature) -> bool:
+    """Whether every required parameter is tagged with an interface a user can state."""
+    required = [s for s in sig.inputs if s.required and len(s.path) == 1]
+    return (bool(required) and set(sig.required) == {s.path[0] for s in required}
+            and all(s.interface in STATABLE for s in required))

@@ -210,7 +210,7 @@ def _start_problems(spec: ToolSpec, graph: ToolGraph, cls: type[Service]) -> lis
                 f"required parameter `{param}` takes {interface}, which a user cannot state",
                 f"fine if other tools output {interface}; to start here, take a statable "
                 f"interface ({_SAY}) instead"))
-    if not graph.out_edges(spec.qualified_name):
+    if not graph.has_out_edges(spec.qualified_name):
         problems.append(Problem("no tool takes any of its outputs",
                                 "give the tool an output that other tools take as a required "
                                 "input (an id, an email, a name)"))
@@ -247,10 +247,10 @@ def _joins(spec: ToolSpec, into: dict[str, list[Edge]], graph: ToolGraph,
     ins = into.get(name, [])
     outs = graph.out_edges(name)
     joins_in = tuple(dict.fromkeys(Join(e.interface, e.source) for e in ins
-                                   if graph.specs[e.source].service != service))
+                                   if e.cross_service))
     joins_out = tuple(dict.fromkeys(Join(e.interface, e.target) for e in outs
                                     if e.cross_service))
-    inner_in = len({e.source for e in ins if graph.specs[e.source].service == service})
+    inner_in = len({e.source for e in ins if not e.cross_service})
     inner_out = len({e.target for e in outs if not e.cross_service})
     return joins_in, joins_out, inner_in, inner_out
 
@@ -267,11 +267,11 @@ class _Others:
     @classmethod
     def of(cls, graph: ToolGraph, service: str) -> _Others:
         others = cls({}, {}, set())
-        for spec in (s for s in graph.specs.values() if s.service != service):
-            for slot in (s for s in spec.inputs if len(s.path) == 1):
+        for sig in (s for s in graph.signatures.values() if s.service != service):
+            for slot in (s for s in sig.inputs if len(s.path) == 1):
                 kind = others.takes if slot.required else others.optional
-                kind.setdefault(slot.interface, set()).add(spec.service)
-            others.gives.update(s.interface for s in spec.outputs)
+                kind.setdefault(slot.interface, set()).add(sig.service)
+            others.gives.update(s.interface for s in sig.outputs)
         return others
 
 
@@ -413,10 +413,8 @@ def diagnose(service: str, registry: Registry | None = None, tasks: int = 20,
     cls = registry.get(service)
     composer, composition = _compose(service, registry, tasks, seed)
     graph = composer.graph
-    into: dict[str, list[Edge]] = {}  # edges into the service's tools, by tool
-    for edge in (e for name in graph.specs for e in graph.out_edges(name)
-                 if e.target_service == service):
-        into.setdefault(edge.target, []).append(edge)
+    into = {name: edges for name, sig in graph.signatures.items()  # by tool
+            if sig.service == service and (edges := graph.in_edges(name))}
     others = _Others.of(graph, service)
     reports = []
     for spec in cls.tool_specs().values():

@@ -140,8 +140,8 @@ class Composer:
                                  f"that the composer's services leave out")
         for name in self.config.require:
             self.registry.get(name)  # an unknown name fails here, with "did you mean"
-        self.graph = ToolGraph(self.registry.tools(names), self.registry.related)
-        self._service_view = self.graph.service_graph()
+        self.graph = ToolGraph(self.registry.tools(names), self.registry.related,
+                               self.registry.spec)
         self.rejections: Counter[str] = Counter()
         self.rejections_by_tool: Counter[tuple[str, str]] = Counter()
         self.misses: Counter[tuple[str, str]] | None = None

@@ -68,8 +68,8 @@ class ScenarioWalker(Walker):
     def _starts(self, accept: Callable[[ToolSpec], bool]) -> list[list[str]]:
         """A job may also open with a tool that needs nothing ("list the open tickets")."""
         graph = self.graph
-        bare = [n for n, spec in graph.specs.items() if not spec.parameters.get("required")
-                and graph.out_edges(n)]
+        bare = [n for n, sig in graph.signatures.items() if not sig.required
+                and graph.has_out_edges(n)]
         starts = [t for t in dict.fromkeys(graph.start_tools() + bare)
                   if self._allowed(t) and accept(graph.specs[t])]
         return [starts] if starts else []

@@ -324,10 +324,13 @@ def toward(graph: ToolGraph, services: frozenset[str]) -> dict[str, int]:
     """Hops from each tool to the nearest tool of ``services``: 0 inside them, 1 or 2 for tools
     with an edge that gets there in that many steps; farther tools are left out."""
     def compute() -> dict[str, int]:
-        near = {n: 0 for n, s in graph.specs.items() if s.service in services}
-        for hops in (1, 2):
-            near.update({n: hops for n in graph.specs if n not in near and any(
-                near.get(e.target, hops) < hops for e in graph.out_edges(n))})
+        near = {n: 0 for n, s in graph.signatures.items() if s.service in services}
+        last = list(near)
+        for hops in (1, 2):  # tools with an edge into the last ring, found from its end
+            ring = {e.source: hops for n in last for e in graph.in_edges(n)
+                    if e.source not in near}
+            near.update(ring)
+            last = list(ring)
         return near
     return graph.memo(("toward", services), compute)
 
