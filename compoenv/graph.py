@@ -149,8 +149,7 @@ class ToolGraph:
                 if _takes(sig, slot):
                     _bucket(self._consumers, slot).add(
                         _Slot(position, j, name, slot.path[0], sig.service))
-        self._fed: dict[tuple[str, Role], tuple[Role, ...]] = {}
-        self._feeding: dict[tuple[str, Role], tuple[Role, ...]] = {}
+        self._fits: dict[tuple[str, Role, bool], tuple[Role, ...]] = {}
         self._reach: dict[tuple[str, str, Role], bool] = {}
         self._out: dict[str, list[Edge]] = {}
         self._cached = 0
@@ -263,19 +262,20 @@ class ToolGraph:
 
     def _roles_fed(self, interface: str, role: Role) -> tuple[Role, ...]:
         """Input roles of ``interface`` that an output of ``role`` may fill."""
-        key = (interface, role)
-        if key not in self._fed:
-            self._fed[key] = tuple(r for r in self._consumers.get(interface, ())
-                                   if compatible(interface, role, r))
-        return self._fed[key]
+        return self._roles(interface, role, False)
 
     def _roles_feeding(self, interface: str, role: Role) -> tuple[Role, ...]:
         """Output roles of ``interface`` that may fill an input of ``role``."""
-        key = (interface, role)
-        if key not in self._feeding:
-            self._feeding[key] = tuple(r for r in self._producers.get(interface, ())
-                                       if compatible(interface, r, role))
-        return self._feeding[key]
+        return self._roles(interface, role, True)
+
+    def _roles(self, interface: str, role: Role, outputs: bool) -> tuple[Role, ...]:
+        key = (interface, role, outputs)
+        if key not in self._fits:
+            index = self._producers if outputs else self._consumers
+            self._fits[key] = tuple(
+                other for other in index.get(interface, ())
+                if compatible(interface, *((other, role) if outputs else (role, other))))
+        return self._fits[key]
 
     # -- export and analysis ----------------------------------------------------------------
     def all_edges(self) -> Iterator[Edge]:

@@ -1,10 +1,17 @@
-"""Tool-dependency graph: typed edges, start tools, the service view."""
+"""Tool-dependency graph: typed edges (from the index, as by definition), start tools, lazy
+specs, the bound on kept edges, the service view."""
 
 from __future__ import annotations
 
-from compoenv.graph import ToolGraph
+import pytest
+
+import compoenv.graph as graph_module
+from compoenv.graph import WORDS, Edge, ToolGraph
 from compoenv.interfaces import STATABLE
 from compoenv.registry import Registry
+from compoenv.roles import compatible
+from compoenv.service import ToolSpec
+from compoenv.signature import ToolSignature
 
 
 def graph() -> ToolGraph:
@@ -54,3 +61,97 @@ def test_json_dump_lists_every_node_and_edge():
     assert len(data["nodes"]) == g.graph.number_of_nodes()
     assert len(data["edges"]) == g.graph.number_of_edges()
     assert {"source", "target", "interface", "path", "param"} <= set(data["edges"][0])
+
+
+def naive_edges(specs: list[ToolSpec], related=None) -> dict[str, list[Edge]]:
+    """Every edge by the definition: each producer x consumer pair, tried one by one."""
+    out: dict[str, list[Edge]] = {s.qualified_name: [] for s in specs}
+    for target in specs:
+        for slot in target.inputs:
+            if not slot.required or len(slot.path) != 1 or (
+                    slot.interface in WORDS and not target.read_only):
+                continue
+            for source in specs:
+                if source is target or (related and not related(source.service,
+                                                                 target.service)):
+                    continue
+                for out_slot in source.outputs:
+                    if out_slot.interface == slot.interface and compatible(
+                            slot.interface, out_slot.role, slot.role):
+                        out[source.qualified_name].append(Edge(
+                            source.qualified_name, target.qualified_name, slot.interface,
+                            out_slot.path, slot.path[0], target.service,
+                            source.service != target.service))
+    return {name: sorted(edges, key=lambda e: _order(specs, e)) for name, edges in out.items()}
+
+
+def _order(specs: list[ToolSpec], e: Edge) -> tuple[int, int, int]:
+    names = [s.qualified_name for s in specs]
+    target, source = specs[names.index(e.target)], specs[names.index(e.source)]
+    inputs = [s.path for s in target.inputs]
+    outputs = [s.path for s in source.outputs]
+    return names.index(e.target), inputs.index((e.param,)), outputs.index(e.path)
+
+
+def test_edges_computed_from_the_index_are_the_edges_by_definition():
+    registry = Registry.default()
+    specs = registry.tools(["contacts", "email", "crm", "invoices", "bank", "calendar"])
+    naive = naive_edges(specs, registry.related)
+    g = ToolGraph(specs, registry.related)
+    assert {n: g.out_edges(n) for n in g.specs} == naive
+    into: dict[str, list[Edge]] = {}
+    for edges in naive.values():
+        for e in edges:
+            into.setdefault(e.target, []).append(e)
+    assert {n: g.in_edges(n) for n in g.specs} == {n: into.get(n, []) for n in g.specs}
+    assert all(g.has_out_edges(n) == bool(naive[n]) for n in g.specs)
+    everything = [e for edges in naive.values() for e in edges]
+    assert g.stats()["edges"] == len(everything) == g.graph.number_of_edges()
+    assert g.stats()["cross_service_edges"] == sum(e.cross_service for e in everything)
+    unrelated = ToolGraph(specs, lambda a, b: a == b)
+    assert all(not e.cross_service for n in unrelated.specs for e in unrelated.out_edges(n))
+
+
+def test_edges_are_kept_up_to_a_bound_and_computed_again_alike(monkeypatch):
+    registry = Registry.default()
+    full = ToolGraph(registry.tools(), registry.related)
+    monkeypatch.setattr(graph_module, "_CACHED_EDGES", 50)
+    small = ToolGraph(registry.tools(), registry.related)
+    for _ in range(2):
+        for name in small.specs:
+            assert small.out_edges(name) == full.out_edges(name)
+            assert small._cached <= 50 or len(small._out) == 1
+
+
+def test_a_graph_of_signatures_resolves_full_specs_on_first_use_only():
+    registry = Registry.default()
+    asked: list[str] = []
+
+    def resolve(name: str) -> ToolSpec:
+        asked.append(name)
+        return registry.spec(name)
+
+    signatures = [ToolSignature.of(s) for s in registry.tools()]
+    g = ToolGraph(signatures, registry.related, resolve)
+    assert g.start_tools() == ToolGraph(registry.tools(), registry.related).start_tools()
+    assert g.stats()["edges"] > 100 and not asked  # the graph itself needs no spec
+    assert "email__send_email" in g.specs and not asked
+    assert g.specs["email__send_email"] is registry.spec("email__send_email")
+    g.specs["email__send_email"]
+    assert asked == ["email__send_email"]
+    with pytest.raises(KeyError):
+        g.specs["email__no_such_tool"]
+    with pytest.raises(LookupError, match="resolve="):
+        ToolGraph(signatures).specs["email__send_email"]
+
+
+def test_the_service_view_counts_the_edges_between_services_in_the_order_they_appear():
+    registry = Registry.default()
+    g = ToolGraph(registry.tools(), registry.related)
+    weights: dict[tuple[str, str], int] = {}
+    for name in g.specs:
+        for e in g.out_edges(name):
+            if e.cross_service:
+                pair = (g.signatures[name].service, e.target_service)
+                weights[pair] = weights.get(pair, 0) + 1
+    assert list(g.service_graph().edges(data="weight")) == [(*p, w) for p, w in weights.items()]

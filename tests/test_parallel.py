@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 from collections import Counter
 
 import pytest
@@ -141,3 +142,34 @@ def test_ray_actors_give_the_same_tasks(sequential, composer):
     assert (tasks, rejections) == sequential
     assert by_tool == composer.rejections_by_tool
     assert not ray.is_initialized()             # the local Ray it started is shut down
+
+
+def test_workers_are_forked_from_one_composer_built_here(sequential, monkeypatch):
+    if not parallel._can_fork():
+        pytest.skip("this platform spawns workers")
+    built: list[Composer] = []
+
+    def counting(config, registry_factory):
+        built.append(Composer(config=config))
+        return built[-1]
+
+    monkeypatch.setattr(parallel, "_make_composer", counting)
+    assert generate_parallel(N, SEED, CONFIG, workers=2, chunk=4) == sequential
+    assert len(built) == 1                      # once, here: the workers share it
+    assert parallel._WORKER is None             # and this process lets go of it after
+
+
+def test_spawned_workers_give_the_same_tasks(sequential, monkeypatch):
+    monkeypatch.setattr(parallel, "_can_fork", lambda: False)
+    assert generate_parallel(N, SEED, CONFIG, workers=2, chunk=4) == sequential
+
+
+def test_no_fork_while_another_thread_runs():
+    release = threading.Event()
+    thread = threading.Thread(target=release.wait)
+    thread.start()
+    try:
+        assert not parallel._can_fork()
+    finally:
+        release.set()
+        thread.join()

@@ -7,6 +7,8 @@ import math
 import multiprocessing
 import os
 import pickle
+import sys
+import threading
 import traceback
 from collections import Counter, deque
 from concurrent.futures import ProcessPoolExecutor
@@ -121,23 +123,49 @@ def _worker_chunk(seed: int, start: int, stop: int) -> list[Outcome]:
 
 
 class _Processes:
-    """A spawned process pool; each process builds its Composer once, in the initializer."""
+    """A process pool of composers. Where the platform forks, the Composer (its registry and
+    tool graph) is built once here and the workers are forked from this process: they share it
+    copy-on-write (``gc.freeze`` keeps the collector from writing to its pages), instead of
+    each building its own. Elsewhere, or when another thread runs here (a fork copies only the
+    calling thread; a lock another one holds would stay held in the child), workers are
+    spawned and each builds its Composer once, in the initializer."""
 
     def __init__(self, seed: int, config: ComposerConfig | None,
                  registry_factory: RegistryFactory | None, workers: int) -> None:
+        global _WORKER
         self.seed = seed
-        self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                        initializer=_init_worker,
-                                        initargs=(config, registry_factory))
+        self.forked = _can_fork()
+        if self.forked:
+            _WORKER = worker_composer(config, registry_factory)
+            self.forked = _can_fork()  # building it started no thread
+        if self.forked:
+            self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+        else:
+            _WORKER = None
+            self.pool = ProcessPoolExecutor(workers,
+                                            mp_context=multiprocessing.get_context("spawn"),
+                                            initializer=_init_worker,
+                                            initargs=(config, registry_factory))
 
     def submit(self, start: int, stop: int) -> Any:
+        # the first submit forks every worker, before the pool starts its own threads
         return self.pool.submit(_worker_chunk, self.seed, start, stop)
 
     def result(self, handle: Any) -> list[Outcome]:
         return handle.result()
 
     def close(self) -> None:
+        global _WORKER
         self.pool.shutdown(wait=False, cancel_futures=True)
+        if self.forked:
+            _WORKER = None
+
+
+def _can_fork() -> bool:
+    """Whether workers may be forked from this process: the platform forks (macOS can, but
+    its system frameworks are not fork-safe, so Python spawns there) and no other thread runs."""
+    return ("fork" in multiprocessing.get_all_start_methods() and sys.platform != "darwin"
+            and threading.active_count() == 1)
 
 
 class _ComposerActor:
