@@ -107,6 +107,9 @@ class CompoWorldEnv(gym.Env[str, str]):
             "transformers:<path>" or a WorldModel (also from COMPOENV_WORLD_MODEL). A task's
             recorded answers are replayed first, so every agent sees what the oracle saw.
         registry: Services to use (default: the built-in library and plugins).
+        library: Library folders (or spec / module files) whose services join the default
+            registry's, as with ``--library`` (a path or a list of them; not with
+            ``registry``).
         render_mode: ``"ansi"`` to render the transcript as text.
     """
 
@@ -119,7 +122,9 @@ class CompoWorldEnv(gym.Env[str, str]):
                  services: Sequence[str] | None = None, motifs: Sequence[str] | None = None,
                  distractors: int | None = None, world_model: Any = None,
                  scenarios: str | Sequence[str] | None = None,
-                 registry: Registry | None = None, render_mode: str | None = None) -> None:
+                 registry: Registry | None = None,
+                 library: str | Path | Sequence[str | Path] | None = None,
+                 render_mode: str | None = None) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if reward not in ("rubric", "binary"):
@@ -131,7 +136,11 @@ class CompoWorldEnv(gym.Env[str, str]):
         self.mode, self.max_steps, self.reward_kind = mode, max_steps, reward
         self.render_mode = render_mode
         self.world_model = world_model
-        self.registry = registry or Registry.default()
+        if registry is not None and library is not None:
+            raise ValueError("give registry or library, not both (Registry.from_paths builds a "
+                             "registry of libraries alone)")
+        libraries = [library] if isinstance(library, (str, Path)) else list(library or ())
+        self.registry = registry or Registry.default(libraries)
         self.tasks: list[Task] | None = (None if tasks is None
                                          else load_checked(tasks, self.registry))
         if self.tasks is not None and not self.tasks:

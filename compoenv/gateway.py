@@ -38,10 +38,12 @@ class Gateway:
         Args:
             service: A service name from list_services.
         """
-        cls = self.session.classes.get(service)
+        # a dotted service's name as it appears in its tools' names (github-repos) is accepted
+        cls = self.session.classes.get(service) or self.session.classes.get(
+            service.replace("-", "."))
         if cls is None:
             raise ToolError(404, did_you_mean(service, self.session.classes, "service"))
-        return {"service": service,
+        return {"service": cls.name,
                 "tools": [{"name": s.qualified_name, "description": s.description}
                           for s in cls.tool_specs().values()]}
 

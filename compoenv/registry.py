@@ -1,25 +1,52 @@
-"""Registry: discovers services (envs_library, entry points, @register) by unique name."""
+"""Registry: the services of the built-in library, plugins, @register and library folders."""
 
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 import threading
 import types
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from importlib.metadata import entry_points
-from typing import Iterable, Iterator, TypeVar
+from itertools import count
+from pathlib import Path
+from typing import Any, Iterable, Iterator, TypeVar
 
-from compoenv.service import Service, ToolSpec, did_you_mean, split_qualified
+from compoenv.library import Library, ServiceInfo, load_service, open_library, services_in
+from compoenv.service import (
+    MAX_QUALIFIED_NAME, SEP, Service, ToolSpec, did_you_mean, qualified_name, split_qualified,
+)
+from compoenv.signature import ToolSignature
 
-__all__ = ["Registry", "register", "RegistryError", "ENTRY_POINT_GROUP"]
+__all__ = ["Registry", "register", "RegistryError", "Renamed", "ENTRY_POINT_GROUP",
+           "LIBRARY_ENV", "library_paths", "using_libraries"]
 
 ENTRY_POINT_GROUP = "compoenv.services"
+LIBRARY_ENV = "COMPOENV_LIBRARY"
 S = TypeVar("S", bound=type[Service])
 _USER: dict[str, type[Service]] = {}
+PathLike = str | os.PathLike[str]
 
 
 class RegistryError(LookupError):
     """An unknown or duplicate service name."""
+
+
+@dataclass(frozen=True, slots=True)
+class Renamed:
+    """A library service whose name was taken, and the name it got.
+
+    Attributes:
+        name: Its name in the registry (``<library>.<original>``).
+        original: The name its file declares.
+        file: The file that declares it.
+    """
+
+    name: str
+    original: str
+    file: str
 
 
 def register(cls: S) -> S:
@@ -40,51 +67,136 @@ def _check(cls: type) -> None:
         raise TypeError(f"{cls.__qualname__} has no `name`; set name = 'my_service'")
 
 
-def _duplicate(new: type[Service], old: type[Service]) -> str:
+def _duplicate(new: type[Service], old: type[Service] | str) -> str:
+    where = old if isinstance(old, str) else f"{old.__module__}.{old.__qualname__}"
     return (f"Duplicate service name {new.name!r}: {new.__module__}.{new.__qualname__} and "
-            f"{old.__module__}.{old.__qualname__}. Service names must be unique; rename one.")
+            f"{where}. Service names must be unique; rename one.")
+
+
+def _class_info(cls: type[Service]) -> ServiceInfo:
+    """What the registry keeps of a class: its tools are read from the class when needed."""
+    return ServiceInfo(cls.name, "class", cls.domain, cls.description(), cls.version,
+                       tuple(cls.related))
 
 
 class Registry:
-    """A set of services by unique name.
+    """A set of services by unique name; services of libraries are built when first used.
 
     Args:
         services: Service classes to start with.
     """
 
     def __init__(self, services: Iterable[type[Service]] = ()) -> None:
-        self._services: dict[str, type[Service]] = {}
+        self._classes: dict[str, type[Service]] = {}        # built
+        self._infos: dict[str, ServiceInfo] = {}            # every service, by registry name
+        self._files: dict[str, tuple[Path, ServiceInfo]] = {}  # not built: library, own info
+        self._signatures: dict[str, tuple[ToolSignature, ...]] = {}
+        self._lock = threading.RLock()
+        self._recipe: tuple[Any, tuple[Any, ...]] | None = None
+        self.renamed: dict[str, Renamed] = {}
+        """Library services whose names were taken, by the name they got."""
         for cls in services:
             self.add(cls)
 
     def add(self, cls: type[Service]) -> type[Service]:
+        """Add a service class; a second service of the same name is an error."""
         _check(cls)
-        old = self._services.get(cls.name)
+        old = self._classes.get(cls.name)
         if old is not None and old is not cls:
             raise RegistryError(_duplicate(cls, old))
-        self._services[cls.name] = cls
+        if cls.name in self._files:
+            root, info = self._files[cls.name]
+            raise RegistryError(_duplicate(cls, str(root / str(info.file))))
+        self._classes[cls.name] = cls
+        self._infos[cls.name] = _class_info(cls)
+        self._recipe = None
         return cls
 
+    def add_library(self, path: PathLike) -> Library:
+        """Add the services of a library (a folder, or one spec or module file). A service
+        whose name is taken is added as ``<library>.<name>`` (see ``docs/libraries.md``), and
+        listed in ``renamed``; its library's other services follow it in ``related``.
+
+        Raises:
+            LibraryError: no library at ``path``.
+            SpecError: a spec file of the library is not valid.
+            RegistryError: a taken name cannot be namespaced within the length limit.
+        """
+        library = open_library(path)
+        own: dict[str, str] = {}  # this library's names -> the registry's names for them
+        for info in library.services:
+            name = info.name
+            if name in self._infos:
+                name = self._free_name(info, library)
+                self.renamed[name] = Renamed(name, info.name, str(library.root / str(info.file)))
+            own.setdefault(info.name, name)
+            self._infos[name] = replace(info, name=name)
+            self._files[name] = (library.root, info)
+        for name in own.values():
+            related = self._infos[name].related
+            if any(own.get(r, r) != r for r in related):
+                self._infos[name] = replace(self._infos[name],
+                                            related=tuple(own.get(r, r) for r in related))
+        self._recipe = None  # no longer what its sources give
+        return library
+
+    def _free_name(self, info: ServiceInfo, library: Library) -> str:
+        """``<library>.<name>``, else ``<library>_2.<name>``, ..., cut short where a tool's
+        qualified name would pass the length limit."""
+        longest = max((len(t["name"]) for t in info.tools), default=0)
+        room = MAX_QUALIFIED_NAME - len(SEP) - longest
+        for n in count(1):
+            space = library.name if n == 1 else f"{library.name}_{n}"
+            if room < len(space) + 2:
+                raise RegistryError(
+                    f"Service {info.name!r} of {library.root / str(info.file)}: its name is "
+                    f"taken and no namespaced name fits the {MAX_QUALIFIED_NAME}-character "
+                    f"limit of its tool names (its longest tool name has {longest}); rename "
+                    f"the service or shorten its tool names")
+            name = f"{space}.{info.name}"[:room].rstrip("._")
+            if name not in self._infos:
+                return name
+        raise AssertionError("unreachable")
+
     def get(self, name: str) -> type[Service]:
-        try:
-            return self._services[name]
-        except KeyError:
-            raise RegistryError(did_you_mean(name, self._services, "service")) from None
+        """The service class of ``name``, built now if it comes from a library."""
+        cls = self._classes.get(name)
+        if cls is not None:
+            return cls
+        if name not in self._files:
+            raise RegistryError(did_you_mean(name, self._infos, "service"))
+        with self._lock:
+            if name not in self._classes:
+                root, info = self._files[name]
+                self._classes[name] = load_service(root, info, name, self._infos[name].related)
+            return self._classes[name]
+
+    def loaded(self, name: str) -> bool:
+        """Whether the service ``name`` is built (a library service is built on first use)."""
+        return name in self._classes
 
     def __contains__(self, name: object) -> bool:
-        return name in self._services
+        return name in self._infos
 
     def __iter__(self) -> Iterator[type[Service]]:
-        return iter(self._services.values())
+        """Every service class, by name (library services are built)."""
+        return (self.get(name) for name in self.names())
 
     def __len__(self) -> int:
-        return len(self._services)
+        return len(self._infos)
 
     def names(self) -> list[str]:
-        return sorted(self._services)
+        return sorted(self._infos)
+
+    def info(self, name: str) -> ServiceInfo:
+        """What is known of a service without building it (domain, version, related, ...)."""
+        try:
+            return self._infos[name]
+        except KeyError:
+            raise RegistryError(did_you_mean(name, self._infos, "service")) from None
 
     def spec(self, qualified: str) -> ToolSpec:
-        """The ToolSpec of ``<service>__<tool>``."""
+        """The ToolSpec of ``<service>__<tool>`` (its service built if need be)."""
         service, tool_name = split_qualified(qualified)
         specs = self.get(service).tool_specs()
         if tool_name not in specs:
@@ -97,10 +209,27 @@ class Registry:
         names = self.names() if services is None else list(services)
         return [spec for name in names for spec in self.get(name).tool_specs().values()]
 
+    def signatures(self, names: Iterable[str] | None = None) -> list[ToolSignature]:
+        """The tools of the named services (default: every one) as the graph sees them, read
+        from library indexes: no service is built."""
+        out: list[ToolSignature] = []
+        for name in self.names() if names is None else names:
+            found = self._signatures.get(name)
+            if found is None:
+                found = self._signatures[name] = self._signatures_of(name)
+            out.extend(found)
+        return out
+
+    def _signatures_of(self, name: str) -> tuple[ToolSignature, ...]:
+        if name in self._classes or name not in self._files:
+            return tuple(ToolSignature.of(s) for s in self.get(name).tool_specs().values())
+        return tuple(ToolSignature.from_json(name, t, qualified_name(name, t["name"]))
+                     for t in self._infos[name].tools)
+
     def domains(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
         for name in self.names():
-            out.setdefault(self._services[name].domain, []).append(name)
+            out.setdefault(self._infos[name].domain, []).append(name)
         return out
 
     def related(self, a: str, b: str) -> bool:
@@ -110,21 +239,43 @@ class Registry:
         A lead's company may be researched on the web, but not parked at."""
         if a == b:
             return True
-        first, second = self.get(a).related, self.get(b).related
+        first, second = self.info(a).related, self.info(b).related
         if not first or not second:
             return True
         return "*" in first or "*" in second or b in first or a in second
 
     def fingerprint(self, services: Iterable[str]) -> dict[str, str]:
         """Versions of the named services, recorded in tasks to detect stale task files."""
-        return {name: self.get(name).version for name in sorted(services)}
+        return {name: self.info(name).version for name in sorted(services)}
+
+    def __reduce__(self) -> Any:
+        # sent to a worker process: rebuilt there from its sources (classes made from spec
+        # files cannot be pickled), or from its classes when it was put together by hand
+        return self._recipe or (Registry, (list(self),))
 
     @classmethod
-    def default(cls) -> Registry:
-        """envs_library (Python services and specs/*.json), the ``compoenv.services`` entry points,
-        and @register'd services."""
+    def from_paths(cls, *paths: PathLike) -> Registry:
+        """The services of these libraries, in order (a later one's taken names namespaced).
+
+        Args:
+            paths: Library folders (spec JSON files at any depth and Python service modules,
+                described by ``index.json``, written when missing or stale) or single spec or
+                module files.
+        """
+        registry = cls()
+        for path in paths:
+            registry.add_library(path)
+        registry._recipe = (Registry.from_paths, tuple(str(p) for p in paths))
+        return registry
+
+    @classmethod
+    def default(cls, libraries: Iterable[PathLike] = ()) -> Registry:
+        """envs_library (Python services and specs/*.json), the ``compoenv.services`` entry
+        points, @register'd services, then the libraries of ``COMPOENV_LIBRARY`` (paths
+        separated by ``os.pathsep``) and ``libraries``; one registry per set of libraries."""
+        paths = tuple(library_paths(libraries))
         with _LOCK:
-            if "registry" not in _DEFAULT:
+            if paths not in _DEFAULT:
                 registry = cls(_discover("envs_library"))
                 for svc in _spec_services():
                     registry.add(svc)
@@ -135,14 +286,46 @@ class Registry:
                         registry.add(svc)
                 for svc in _USER.values():
                     registry.add(svc)
-                _DEFAULT["registry"] = registry
-            return _DEFAULT["registry"]
+                for path in paths:
+                    registry.add_library(path)
+                registry._recipe = (_default_with, (tuple(str(p) for p in paths),))
+                _DEFAULT[paths] = registry
+            return _DEFAULT[paths]
+
+
+def library_paths(extra: Iterable[PathLike] = ()) -> list[Path]:
+    """The libraries ``COMPOENV_LIBRARY`` names, then ``extra``, each once (absolute)."""
+    named = [p for p in os.environ.get(LIBRARY_ENV, "").split(os.pathsep) if p.strip()]
+    out: list[Path] = []
+    for path in [*named, *extra]:
+        absolute = Path(path).expanduser().absolute()
+        if absolute not in out:
+            out.append(absolute)
+    return out
+
+
+@contextmanager
+def using_libraries(paths: Iterable[PathLike]) -> Iterator[list[Path]]:
+    """Within this context, ``Registry.default()`` (here and in processes started here) also
+    holds these libraries: they are added to ``COMPOENV_LIBRARY``. What ``--library`` does."""
+    before = os.environ.get(LIBRARY_ENV)
+    chosen = library_paths(paths)
+    os.environ[LIBRARY_ENV] = os.pathsep.join(str(p) for p in chosen)
+    try:
+        yield chosen
+    finally:
+        if before is None:
+            os.environ.pop(LIBRARY_ENV, None)
+        else:
+            os.environ[LIBRARY_ENV] = before
+
+
+def _default_with(libraries: tuple[str, ...]) -> Registry:
+    return Registry.default(libraries)
 
 
 def _spec_services() -> list[type[Service]]:
     """The spec-only services of envs_library/specs (answered by the world model)."""
-    from pathlib import Path
-
     import envs_library
     from compoenv.worldmodel import spec_services
 
@@ -156,16 +339,14 @@ def _discover(package: str) -> list[type[Service]]:
     modules = [root]
     for info in pkgutil.walk_packages(getattr(root, "__path__", []), prefix=package + "."):
         modules.append(importlib.import_module(info.name))
-    found = {}
+    found: dict[str, type[Service]] = {}
     for module in modules:
-        for value in vars(module).values():
-            if (isinstance(value, type) and issubclass(value, Service) and value.name
-                    and value.__module__ == module.__name__):
-                if value.name in found and found[value.name] is not value:
-                    raise RegistryError(_duplicate(value, found[value.name]))
-                found[value.name] = value
+        for value in services_in(module):
+            if value.name in found and found[value.name] is not value:
+                raise RegistryError(_duplicate(value, found[value.name]))
+            found[value.name] = value
     return [found[name] for name in sorted(found)]
 
 
 _LOCK = threading.RLock()
-_DEFAULT: dict[str, Registry] = {}
+_DEFAULT: dict[tuple[Path, ...], Registry] = {}

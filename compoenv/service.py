@@ -22,10 +22,15 @@ from compoenv.world import World
 __all__ = [
     "Service", "State", "tool", "ToolError", "ToolSpec", "ToolMeta", "ToolResult",
     "ok", "error", "qualified_name", "split_qualified", "did_you_mean", "without_hints",
+    "check_service_name", "MAX_QUALIFIED_NAME",
 ]
 
 SEP = "__"
-_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+MAX_QUALIFIED_NAME = 64  # OpenAI's limit on a function name
+# segments of lowercase words joined by single underscores, segments joined by dots
+# (``github.repos``); no segment ends in "_", so ``<service>__<tool>`` splits one way only
+_SEGMENT = r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*"
+_NAME = re.compile(rf"^{_SEGMENT}(?:\.{_SEGMENT})*$")
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -61,13 +66,32 @@ class ToolError(Exception):
 
 
 def qualified_name(service: str, tool_name: str) -> str:
-    """The name an agent sees: ``<service>__<tool>`` (OpenAI function names allow no dots)."""
-    return f"{service}{SEP}{tool_name}" if service else tool_name
+    """The name an agent sees: ``<service>__<tool>``, a dotted service's dots as dashes
+    (``github.repos`` -> ``github-repos__list_repos``: OpenAI function names allow no dots)."""
+    return f"{service.replace('.', '-')}{SEP}{tool_name}" if service else tool_name
 
 
 def split_qualified(name: str) -> tuple[str, str]:
+    """``github-repos__list_repos`` -> ``("github.repos", "list_repos")``; a name without
+    ``__`` is a bare tool name: ``("", name)``."""
     service, sep, tool_name = name.partition(SEP)
-    return (service, tool_name) if sep else ("", name)
+    return (service.replace("-", "."), tool_name) if sep else ("", name)
+
+
+def check_service_name(name: str, owner: str = "") -> str:
+    """``name`` if it is a valid service name, else TypeError saying what one looks like.
+
+    Args:
+        name: The service name: lowercase words joined by single underscores, optionally
+            several such segments joined by dots (``contacts``, ``github.repos``).
+        owner: What declares it (a class or a file), for the message.
+    """
+    if not isinstance(name, str) or not _NAME.match(name):
+        where = f" of {owner}" if owner else ""
+        raise TypeError(f"Service name {name!r}{where} must be lowercase letters, digits and "
+                        f"single underscores, optionally in segments joined by dots, e.g. "
+                        f"'contacts' or 'github.repos'")
+    return name
 
 
 def did_you_mean(name: str, choices: Any, kind: str = "name") -> str:
@@ -232,7 +256,13 @@ class ToolSpec:
     _qualified: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_qualified", qualified_name(self.service, self.name))
+        qualified = qualified_name(self.service, self.name)
+        if len(qualified) > MAX_QUALIFIED_NAME:
+            raise TypeError(f"Tool {self.name!r} of service {self.service!r}: its name as an "
+                            f"agent calls it, {qualified!r}, is {len(qualified)} characters, "
+                            f"over the limit of {MAX_QUALIFIED_NAME}; shorten the tool's or "
+                            f"the service's name")
+        object.__setattr__(self, "_qualified", qualified)
 
     @property
     def qualified_name(self) -> str:
@@ -379,9 +409,8 @@ class Service:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if cls.name and (not _NAME.match(cls.name) or SEP in cls.name):
-            raise TypeError(f"Service name {cls.name!r} of {cls.__qualname__} must be lowercase "
-                            f"letters, digits and single underscores, e.g. 'contacts'")
+        if cls.name:
+            check_service_name(cls.name, cls.__qualname__)
 
     def __init__(self, world: World, state: State | None = None) -> None:
         self.world = world

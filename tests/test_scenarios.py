@@ -260,7 +260,7 @@ def test_bad_scenario_and_difficulty_flags_are_usage_errors(tmp_path) -> None:
 def test_scenarios_command_lists_and_checks(tmp_path) -> None:
     path = tmp_path / "pay.json"
     path.write_text(json.dumps(PAYMENT))
-    result = CliRunner().invoke(main, ["scenarios", "--library", str(path), "--check",
+    result = CliRunner().invoke(main, ["scenarios", "--scenario-file", str(path), "--check",
                                        "--seeds", "6", "--json"])
     assert result.exit_code == 0, result.output
     row = json.loads(result.output)[0]

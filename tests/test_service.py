@@ -526,14 +526,15 @@ def test_did_you_mean_suggests_close_matches_only():
 
 # --- class checks ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("bad", ["Notes", "my-notes", "a__b", "1notes", "_notes", "notes.v2",
-                                 "no tes"])
+@pytest.mark.parametrize("bad", ["Notes", "my-notes", "a__b", "1notes", "_notes", "notes.2",
+                                 "notes.", ".notes", "a..b", "notes_", "notes_.v2", "no tes"])
 def test_invalid_service_names_are_rejected_at_class_definition(bad):
     with pytest.raises(TypeError, match="must be lowercase"):
         type("Bad", (Service,), {"name": bad})
 
 
-@pytest.mark.parametrize("good", ["notes", "my_notes", "notes2", "a"])
+@pytest.mark.parametrize("good", ["notes", "my_notes", "notes2", "a", "notes.v2",
+                                  "github.repos", "my_api.repo_issues"])
 def test_valid_service_names_are_accepted(good):
     assert type("Good", (Service,), {"name": good}).name == good
 

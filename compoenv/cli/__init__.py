@@ -1,9 +1,9 @@
 """The ``compoenv`` command: one module per subcommand group, errors as one line each.
 
 Subcommands: ``demo``, ``generate``, ``services``, ``scenarios``, ``doctor``, ``graph``,
-``sft``, ``export``, ``import``, ``lint``, ``eval``, ``report``. A usage error or a bad input
-file ends with ``Error: ...`` and the fix, exit status
-1 or 2, never a traceback (``CompoenvGroup.invoke`` is the one place that translates them).
+``library``, ``sft``, ``export``, ``import``, ``lint``, ``eval``, ``report``. A usage error
+or a bad input file ends with ``Error: ...`` and the fix, exit status 1 or 2, never a
+traceback (``CompoenvGroup.invoke`` is the one place that translates them).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ class CompoenvGroup(click.Group):
     """The command group; turns the library's input errors into one-line CLI errors."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        from compoenv.library import LibraryError
         from compoenv.registry import RegistryError
         from compoenv.task import TaskFileError
         from compoenv.trajectory import TrajectoryFileError
@@ -27,7 +28,7 @@ class CompoenvGroup(click.Group):
 
         try:
             return super().invoke(ctx)
-        except (TaskFileError, TrajectoryFileError, SpecError) as exc:
+        except (TaskFileError, TrajectoryFileError, SpecError, LibraryError) as exc:
             raise click.ClickException(str(exc)) from None
         except RegistryError as exc:
             raise click.ClickException(str(exc.args[0] if exc.args else exc)) from None
@@ -49,14 +50,14 @@ def _register() -> None:
     from compoenv.cli.export import export
     from compoenv.cli.generate import generate
     from compoenv.cli.importing import import_
-    from compoenv.cli.library import graph, services
+    from compoenv.cli.library import graph, library, services
     from compoenv.cli.lint import lint
     from compoenv.cli.report import report
     from compoenv.cli.scenarios import scenarios
     from compoenv.cli.sft import sft
 
-    for command in (demo, generate, services, scenarios, graph, sft, export, import_, doctor,
-                    lint, evaluate_command, report):
+    for command in (demo, generate, services, scenarios, graph, library, sft, export, import_,
+                    doctor, lint, evaluate_command, report):
         main.add_command(command)
 
 

@@ -1,7 +1,8 @@
-"""What every ``compoenv`` subcommand shares: checked paths, world models, composer flags, extras."""
+"""What every ``compoenv`` subcommand shares: paths, libraries, world models, composer flags."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 from dataclasses import fields
@@ -11,7 +12,7 @@ from typing import Any, Callable
 import click
 
 __all__ = ["OutputPath", "output_option", "check_world_model", "composer_config", "require",
-           "composer_options", "world_model_option"]
+           "composer_options", "world_model_option", "library_option", "registry_factory"]
 
 
 class OutputPath(click.Path):
@@ -39,6 +40,46 @@ class OutputPath(click.Path):
 
 def output_option(help: str, required: bool = True) -> Callable[[Any], Any]:
     return click.option("-o", "--output", required=required, type=OutputPath(), help=help)
+
+
+def library_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--library DIR`` (repeatable): the services of these libraries join the built-in ones
+    for the command (and the processes it starts), as with ``COMPOENV_LIBRARY``."""
+    return click.option(
+        "--library", "libraries", multiple=True, expose_value=False, is_eager=True,
+        type=click.Path(exists=True, path_type=Path), callback=_use_libraries,
+        help="A library of services (a folder of spec files and Python modules, or one such "
+             "file) to use besides the built-in one; repeat for several. Also: "
+             "COMPOENV_LIBRARY=DIR[:DIR...].")(func)
+
+
+def _use_libraries(ctx: click.Context, param: click.Parameter,
+                   paths: tuple[Path, ...]) -> tuple[Path, ...]:
+    """Select the libraries until the command ends, and open them now: a library that cannot
+    be read is a usage error naming it, before any work starts."""
+    from compoenv.library import LibraryError
+    from compoenv.registry import Registry, RegistryError, using_libraries
+    from compoenv.worldmodel.spec import SpecError
+
+    if not paths:
+        return paths
+    ctx.with_resource(using_libraries(paths))
+    try:
+        Registry.default()
+    except (LibraryError, SpecError, RegistryError) as exc:
+        raise click.BadParameter(str(exc.args[0] if exc.args else exc),
+                                 ctx, param) from None
+    return paths
+
+
+def registry_factory() -> Callable[[], Any] | None:
+    """A picklable builder of this command's registry (the libraries ``--library`` and
+    ``COMPOENV_LIBRARY`` select) for worker processes and Ray actors, or None when there are
+    no libraries (the workers' default registry is the same)."""
+    from compoenv.registry import Registry, library_paths
+
+    paths = tuple(str(p) for p in library_paths())
+    return functools.partial(Registry.default, paths) if paths else None
 
 
 def world_model_option() -> Callable[[Any], Any]:

@@ -17,7 +17,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from compoenv.cli.common import composer_config, composer_options
+from compoenv.cli.common import composer_config, composer_options, library_option
 
 __all__ = ["demo"]
 
@@ -36,6 +36,7 @@ __all__ = ["demo"]
 @composer_options
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
+@library_option
 def demo(ctx: click.Context, num: int, tasks_path: Path | None, mode: str,
          max_steps: int | None, as_json: bool, **flags: Any) -> None:
     """Compose verified tasks, run the oracle and a random agent on each, print a summary."""

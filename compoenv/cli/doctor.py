@@ -14,6 +14,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from compoenv.cli.common import library_option
+
 __all__ = ["doctor"]
 
 
@@ -23,6 +25,7 @@ __all__ = ["doctor"]
               help="Tasks to compose that must touch the service.")
 @click.option("--seed", default=0, show_default=True, help="Generation seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the diagnosis as JSON.")
+@library_option
 def doctor(service: str, tasks: int, seed: int, as_json: bool) -> None:
     """Say why the composer uses SERVICE's tools, or why it never does, and how to fix it."""
     from compoenv.compose.doctor import diagnose

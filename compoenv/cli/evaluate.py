@@ -20,7 +20,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from compoenv.cli.common import require
+from compoenv.cli.common import library_option, require
 
 __all__ = ["evaluate_command"]
 
@@ -62,6 +62,7 @@ __all__ = ["evaluate_command"]
 @click.option("--stream", is_flag=True,
               help="Ask for streamed replies (server-sent events) and assemble them.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON on stdout.")
+@library_option
 def evaluate_command(tasks_path: str, base_url: str | None, model: str | None,
                      model_path: str | None, device: str, out: str, k: int,
                      concurrency: int, mode: str, tool_format: str, max_steps: int,

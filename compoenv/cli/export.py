@@ -23,7 +23,7 @@ from typing import Any
 
 import click
 
-from compoenv.cli.common import output_option, require
+from compoenv.cli.common import library_option, output_option, require
 from compoenv.env import MODES, CompoWorldEnv
 from compoenv.integrations.openrlhf_data import prompt_record, sft_record
 from compoenv.registry import Registry
@@ -64,6 +64,7 @@ def export() -> None:
                    "name); default: keep messages for --data.apply_chat_template.")
 @click.option("--mode", type=click.Choice(MODES), default="direct", show_default=True,
               help="Tool listing; the RL run needs COMPOENV_MODE set to the same.")
+@library_option
 def openrlhf(tasks_path: Path, output: Path, tokenizer: str | None, mode: str) -> None:
     """Prompt JSONL for openrlhf.cli.train_ppo_ray (keys: prompt, label)."""
     tok = None

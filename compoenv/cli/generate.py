@@ -15,7 +15,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from compoenv.cli.common import composer_config, composer_options, output_option
+from compoenv.cli.common import (composer_config, composer_options, library_option, output_option,
+                                 registry_factory)
 
 __all__ = ["generate"]
 
@@ -35,6 +36,7 @@ __all__ = ["generate"]
               help="Order the written set from easy to hard (by each task's difficulty).")
 @output_option("The task JSONL file to write.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
+@library_option
 def generate(num: int, workers: int | None, ray_address: str | None, split: float | None,
              curriculum: bool, output: Path, as_json: bool, **flags: Any) -> None:
     """Compose NUM verified tasks into a JSONL file; the same file for any number of workers."""
@@ -64,7 +66,8 @@ def generate(num: int, workers: int | None, ray_address: str | None, split: floa
         job = bar.add_task("compose", total=num, attempted=0)
         try:
             tasks, rejections = generate_parallel(
-                num, seed, config, workers=workers, ray_address=ray_address,
+                num, seed, config, registry_factory=registry_factory(), workers=workers,
+                ray_address=ray_address,
                 progress=lambda done, tried: bar.update(job, completed=done, attempted=tried),
                 rejections_by_tool=by_tool, mix=mix)
         except RuntimeError as exc:  # too many rejected seeds for these settings

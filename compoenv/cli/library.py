@@ -1,49 +1,63 @@
-"""``compoenv services`` and ``compoenv graph``: what the library holds and how its tools join.
+"""``compoenv services``, ``compoenv graph`` and ``compoenv library``: what the libraries hold,
+how their tools join, and their index files.
 
     compoenv services                      # every service with its tools (a table)
     compoenv services crm email --json     # those services, tools with descriptions, as JSON
+    compoenv services --library ./apis     # with the services of a library folder too
     compoenv graph --png graph.png --services-only
+    compoenv library index ./apis          # write or bring up to date ./apis/index.json
 """
 
 from __future__ import annotations
 
 import json
 import math
+import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-from compoenv.cli.common import OutputPath
+from compoenv.cli.common import OutputPath, library_option
 
-__all__ = ["services", "graph"]
+__all__ = ["services", "graph", "library"]
 
 
 @click.command()
 @click.argument("names", nargs=-1)
 @click.option("--json", "as_json", is_flag=True,
               help="Print services and their tools (with descriptions) as JSON.")
+@library_option
 def services(names: tuple[str, ...], as_json: bool) -> None:
     """List the registered services (or the NAMES given) with their tools."""
     from compoenv.registry import Registry
 
     registry = Registry.default()
-    chosen = [registry.get(n) for n in names] if names else list(registry)
-    rows = [_describe(cls) for cls in chosen]
-    if as_json:
-        click.echo(json.dumps(rows, indent=2))
+    chosen = [registry.info(n).name for n in names] if names else registry.names()
+    if as_json:  # descriptions of tools: every service listed is built
+        click.echo(json.dumps([_describe(registry.get(n)) for n in chosen], indent=2))
         return
-    tools = sum(len(r["tools"]) for r in rows)
-    table = Table(title=f"{len(rows)} services, {tools} tools", show_lines=True)
+    tools = registry.signatures(chosen)  # from library indexes: nothing is built
+    by_service: dict[str, list[Any]] = {}
+    for signature in tools:
+        by_service.setdefault(signature.service, []).append(signature)
+    table = Table(title=f"{len(chosen)} services, {len(tools)} tools", show_lines=True)
     for col in ("service", "domain", "kind", "tools (* writes)"):
         table.add_column(col)
-    for row in rows:
-        listing = ", ".join(t["name"] + ("" if t["read_only"] else "*") for t in row["tools"])
-        table.add_row(f"[bold]{row['name']}[/bold]\n{row['description']}", row["domain"],
-                      row["kind"], f"{len(row['tools'])}: {listing}")
+    for name in chosen:
+        info, listed = registry.info(name), by_service.get(name, [])
+        listing = ", ".join(t.name + ("" if t.read_only else "*") for t in listed)
+        renamed = registry.renamed.get(name)
+        note = f"\n[dim]{renamed.original} of {renamed.file}[/dim]" if renamed else ""
+        table.add_row(f"[bold]{name}[/bold]\n{info.description}{note}", info.domain,
+                      _KINDS.get(info.kind, info.kind), f"{len(listed)}: {listing}")
     Console().print(table)
+
+
+_KINDS = {"class": "implemented", "python": "implemented", "spec": "spec"}
 
 
 def _describe(cls: Any) -> dict[str, Any]:
@@ -63,6 +77,7 @@ def _describe(cls: Any) -> dict[str, Any]:
               help="Draw the graph into this PNG file (needs matplotlib).")
 @click.option("--services-only", is_flag=True,
               help="With --png: draw services, joined by the interfaces their tools share.")
+@library_option
 def graph(as_json: bool, png: str | None, services_only: bool) -> None:
     """Show the tool-dependency graph of the registry (statistics, JSON or a drawing)."""
     from compoenv.graph import ToolGraph
@@ -72,7 +87,7 @@ def graph(as_json: bool, png: str | None, services_only: bool) -> None:
         raise click.BadParameter("only applies to a drawing: add --png FILE",
                                  param_hint="'--services-only'")
     registry = Registry.default()
-    tool_graph = ToolGraph(registry.tools(), registry.related)
+    tool_graph = ToolGraph(registry.signatures(), registry.related, registry.spec)
     if png:
         _draw_graph(tool_graph, png, services_only)
         click.echo(png, err=as_json)
@@ -80,6 +95,27 @@ def graph(as_json: bool, png: str | None, services_only: bool) -> None:
         click.echo(json.dumps(tool_graph.to_json(), indent=2))
     elif not png:
         click.echo(json.dumps(tool_graph.stats(), indent=2))
+
+
+@click.group()
+def library() -> None:
+    """Library folders: spec files and Python service modules, described by index.json."""
+
+
+@library.command("index")
+@click.argument("folders", nargs=-1, required=True,
+                type=click.Path(exists=True, file_okay=False, path_type=Path))
+def index(folders: tuple[Path, ...]) -> None:
+    """Write (or bring up to date) the index.json of each library folder in FOLDERS."""
+    from compoenv.library import open_library, write_index
+
+    for folder in folders:
+        start = time.perf_counter()
+        path = write_index(folder)
+        seconds = time.perf_counter() - start
+        opened = open_library(folder)  # the index just written: read, not rebuilt
+        tools = sum(len(s.tools) for s in opened.services)
+        click.echo(f"{path}: {len(opened.services)} services, {tools} tools ({seconds:.2f} s)")
 
 
 def _draw_graph(tool_graph: Any, path: str, services_only: bool) -> None:

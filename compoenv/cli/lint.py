@@ -17,6 +17,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from compoenv.cli.common import library_option
+
 __all__ = ["lint"]
 
 
@@ -34,6 +36,7 @@ class _InputError(click.ClickException):
 @click.option("--show", type=click.IntRange(min=0), default=10, show_default=True,
               help="Findings to print, first ones first.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
+@library_option
 def lint(tasks: Path, rules: tuple[str, ...], show: int, as_json: bool) -> None:
     """Lint the tasks of TASKS.jsonl: wording no person would write, argument flows no
     request would make. Exits 1 when any task has a finding."""

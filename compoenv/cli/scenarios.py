@@ -16,18 +16,21 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from compoenv.cli.common import library_option
+
 __all__ = ["scenarios"]
 
 
 @click.command()
 @click.argument("names", nargs=-1)
-@click.option("--library", "paths", multiple=True, type=click.Path(path_type=Path),
+@click.option("--scenario-file", "paths", multiple=True, type=click.Path(path_type=Path),
               help="Scenario files or folders to read instead of the built-in ones.")
 @click.option("--check", is_flag=True,
               help="Compose --seeds tasks of each scenario and report yield and call counts.")
 @click.option("--seeds", type=click.IntRange(min=1), default=30, show_default=True,
               help="Seeds per scenario with --check.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@library_option
 def scenarios(names: tuple[str, ...], paths: tuple[Path, ...], check: bool, seeds: int,
               as_json: bool) -> None:
     """List the scenarios (or the NAMES given): domain, services, stages, rule kinds."""

@@ -18,7 +18,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from compoenv.cli.common import composer_config, composer_options, output_option
+from compoenv.cli.common import (composer_config, composer_options, library_option, output_option,
+                                 registry_factory)
 
 __all__ = ["sft"]
 
@@ -48,6 +49,7 @@ __all__ = ["sft"]
 @click.option("--ray", "ray_address", default=None, metavar="ADDRESS",
               help="Compose and roll out on Ray: a cluster address, or 'local'.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
+@library_option
 def sft(output: Any, tasks_path: str | None, num: int | None, mode: str, thoughts: str,
         trajectory_paths: tuple[str, ...], min_rubric_score: float | None, workers: int | None,
         ray_address: str | None, as_json: bool, **flags: Any) -> None:
@@ -131,8 +133,8 @@ def _compose(num: int, seed: int, workers: int | None, ray_address: str | None,
     from compoenv.compose.parallel import generate_parallel
 
     try:
-        tasks, _ = generate_parallel(num, seed, config, workers=workers or 1,
-                                     ray_address=ray_address)
+        tasks, _ = generate_parallel(num, seed, config, registry_factory=registry_factory(),
+                                     workers=workers or 1, ray_address=ray_address)
     except RuntimeError as exc:  # too many rejected seeds for these settings
         raise click.ClickException(str(exc)) from None
     return tasks

@@ -1,0 +1,327 @@
+"""Service libraries: folders of spec files and Python modules, described by an index file.
+
+A library is a folder holding spec JSON files (``compoenv.worldmodel.spec``) at any depth and
+Python modules that define Service classes. ``index.json`` at its root lists every service
+(name, file, kind, domain, description, version, related, api) with its tools' signatures
+(``compoenv.signature.ToolSignature``) and the size and modification time of every file, so
+a registry learns what a library holds by reading one file, and builds a service only when
+it is used. An index that is missing, stale (a file added, removed or changed) or corrupt is
+rebuilt when the library is opened: files that did not change keep their entries.
+
+Files and folders whose names start with ``.`` or ``_`` are not read, nor is ``index.json``;
+every other ``*.json`` file must be a valid spec.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Iterable
+
+from compoenv.service import Service
+
+__all__ = ["INDEX_NAME", "Library", "LibraryError", "ServiceInfo", "open_library",
+           "write_index", "load_service", "services_in", "library_name"]
+
+INDEX_NAME = "index.json"
+FORMAT = 1
+_Files = dict[str, tuple[int, int]]  # relative path -> (size, modification time in ns)
+
+
+class LibraryError(ValueError):
+    """A library path that cannot be read, or an index that disagrees with its files; the
+    message names the file."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceInfo:
+    """What a registry knows of a service without building it.
+
+    Attributes:
+        name: The service's name as its file declares it.
+        kind: ``spec`` (a spec file), ``python`` (a module of a library) or ``class`` (a
+            class registered in code).
+        domain: Its domain.
+        description: One line on what it does.
+        version: Its version (recorded in tasks).
+        related: Services a request that uses it plausibly continues into.
+        api: The API it was split from (resource ids join within one API), if any.
+        file: Its file, relative to the library's folder (None for a class).
+        tools: Its tools' signatures, as ``ToolSignature.to_json`` writes them.
+    """
+
+    name: str
+    kind: str
+    domain: str
+    description: str
+    version: str
+    related: tuple[str, ...] = ()
+    api: str | None = None
+    file: str | None = None
+    tools: tuple[dict[str, Any], ...] = field(default=(), repr=False)
+
+    @classmethod
+    def of(cls, service: type[Service], kind: str = "class",
+           file: str | None = None) -> ServiceInfo:
+        """The info of a service class (its tools parsed)."""
+        from compoenv.signature import ToolSignature
+
+        return cls(service.name, kind, service.domain, service.description(),
+                   service.version, tuple(service.related), getattr(service, "api", None),
+                   file, tuple(ToolSignature.of(s).to_json()
+                               for s in service.tool_specs().values()))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "file": self.file, "kind": self.kind, "domain": self.domain,
+                "description": self.description, "version": self.version,
+                "related": list(self.related), "api": self.api, "tools": list(self.tools)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ServiceInfo:
+        return cls(data["name"], data["kind"], data["domain"], data["description"],
+                   data["version"], tuple(data["related"]), data.get("api"), data["file"],
+                   tuple(data["tools"]))
+
+
+@dataclass(frozen=True)
+class Library:
+    """An opened library.
+
+    Attributes:
+        root: Its folder (for a single file: the folder the file is in).
+        name: The namespace its services take when their names are taken (the folder's name
+            as a service-name segment: ``My APIs`` -> ``my_apis``).
+        services: Its services, in file order.
+        rebuilt: Why its index was (re)built when it was opened (``missing``, ``stale: ...``,
+            ``corrupt: ...``), or None when the index was read as it was.
+    """
+
+    root: Path
+    name: str
+    services: tuple[ServiceInfo, ...]
+    rebuilt: str | None = None
+
+
+def library_name(folder: Path) -> str:
+    """A folder's name as a service-name segment (``My-APIs 2`` -> ``my_apis_2``)."""
+    words = re.findall(r"[a-z0-9]+", folder.name.lower())
+    name = "_".join(words) or "library"
+    return name if name[0].isalpha() else f"lib_{name}"
+
+
+def open_library(path: str | os.PathLike[str]) -> Library:
+    """The library at ``path``: a folder (its index read, or rebuilt and written when missing,
+    stale or corrupt) or a single spec or module file (parsed; it has no index).
+
+    Raises:
+        LibraryError: ``path`` does not exist or is neither a folder nor a .json/.py file.
+        SpecError: a spec file of the library is not valid (the message names it).
+    """
+    path = Path(path).expanduser()
+    if path.is_file():
+        if path.suffix not in (".json", ".py"):
+            raise LibraryError(f"{path}: a library is a folder, a spec (.json) or a Python "
+                               f"module (.py)")
+        root = path.parent
+        return Library(root, library_name(root), tuple(_parse(root, path.name)))
+    if not path.is_dir():
+        raise LibraryError(f"{path}: no such library folder or file")
+    files = _scan(path)
+    old, problem = _read_index(path)
+    if old is not None and problem is None:
+        problem = _difference(old[0], files)
+        if problem is None:
+            return Library(path, library_name(path), old[1])
+    services = _build(path, files, old)
+    try:
+        _write(path, files, services)
+    except OSError as exc:  # a read-only library is still usable, only slower to open
+        problem = f"{problem}; not written: {exc.strerror or exc}"
+    return Library(path, library_name(path), services, problem)
+
+
+def write_index(folder: str | os.PathLike[str]) -> Path:
+    """Write (or bring up to date) ``index.json`` of the library ``folder``; entries of files
+    that did not change since the last index are kept. Returns the index's path.
+
+    Raises:
+        LibraryError: ``folder`` is not a folder.
+        SpecError: a spec file of the library is not valid (the message names it).
+    """
+    folder = Path(folder).expanduser()
+    if not folder.is_dir():
+        raise LibraryError(f"{folder}: not a folder; a library index lives in a folder")
+    files = _scan(folder)
+    old, problem = _read_index(folder)
+    if old is not None and problem is None and _difference(old[0], files) is None:
+        return folder / INDEX_NAME
+    return _write(folder, files, _build(folder, files, old))
+
+
+def load_service(root: Path, info: ServiceInfo, name: str | None = None,
+                 related: Iterable[str] | None = None) -> type[Service]:
+    """Build the service ``info`` describes from its file in the library at ``root``, as
+    ``name`` with neighbours ``related`` (default: as the file declares them).
+
+    Raises:
+        LibraryError: the file no longer declares that service (the index is stale).
+        SpecError: the spec file is not valid.
+    """
+    from compoenv.worldmodel import SimulatedService, load_spec, service_from_spec
+
+    path = root / str(info.file)
+    name = name or info.name
+    related = tuple(info.related if related is None else related)
+    stale = (f"{path}: does not declare service {info.name!r} any more; its library's index is "
+             f"stale: run `compoenv library index {root}`")
+    if info.kind == "spec":
+        spec = load_spec(path, strict=False)
+        if spec["name"] != info.name:
+            raise LibraryError(stale)
+        # a renamed spec keeps its API, so its resource ids join as the index says they do
+        spec = {**spec, "name": name, "related": list(related),
+                "api": spec.get("api") or info.name}
+        return service_from_spec(spec, SimulatedService)
+    found = [c for c in services_in(_import(path)) if c.name == info.name]
+    if not found:
+        raise LibraryError(stale)
+    cls = found[0]
+    if name == cls.name and related == tuple(cls.related):
+        return cls
+    return type(cls.__name__, (cls,), {"name": name, "related": related,
+                                       "__module__": cls.__module__,
+                                       "__qualname__": cls.__qualname__})
+
+
+def services_in(module: ModuleType) -> list[type[Service]]:
+    """The named Service classes ``module`` itself defines, in definition order."""
+    return [value for value in vars(module).values()
+            if isinstance(value, type) and issubclass(value, Service) and value.name
+            and value.__module__ == module.__name__]
+
+
+def _scan(root: Path) -> _Files:
+    """The library's files (relative posix paths, sorted) with their size and mtime."""
+    found: _Files = {}
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
+        for name in names:
+            if name.startswith((".", "_")) or not name.endswith((".json", ".py")):
+                continue
+            path = Path(folder, name)
+            rel = path.relative_to(root).as_posix()
+            if rel == INDEX_NAME:
+                continue
+            stat = path.stat()
+            found[rel] = (stat.st_size, stat.st_mtime_ns)
+    return dict(sorted(found.items()))
+
+
+_Index = tuple[_Files, tuple[ServiceInfo, ...]]
+
+
+def _read_index(root: Path) -> tuple[_Index | None, str | None]:
+    """The index (files, services), or None and why it cannot be used."""
+    path = root / INDEX_NAME
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None, "missing"
+    except (OSError, ValueError) as exc:
+        return None, f"corrupt: {path}: {exc}"
+    try:
+        if data["format"] != FORMAT:
+            return None, f"corrupt: {path}: format {data['format']!r}, expected {FORMAT}"
+        files = {str(k): (int(v[0]), int(v[1])) for k, v in data["files"].items()}
+        services = tuple(ServiceInfo.from_json(s) for s in data["services"])
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        return None, f"corrupt: {path}: {type(exc).__name__}: {exc}"
+    strays = sorted({str(s.file) for s in services} - set(files))
+    if strays:
+        return None, f"corrupt: {path}: names files it does not list: {strays[:3]}"
+    return (files, services), None
+
+
+def _difference(indexed: _Files, files: _Files) -> str | None:
+    """Why an index of ``indexed`` does not describe ``files``, or None."""
+    added = files.keys() - indexed.keys()
+    gone = indexed.keys() - files.keys()
+    changed = [f for f in files.keys() & indexed.keys() if files[f] != indexed[f]]
+    if not (added or gone or changed):
+        return None
+    counts = ((len(added), "added"), (len(gone), "removed"), (len(changed), "changed"))
+    return "stale: " + ", ".join(f"{n} {what}" for n, what in counts if n)
+
+
+def _build(root: Path, files: _Files, old: _Index | None) -> tuple[ServiceInfo, ...]:
+    """Every service of ``files``: entries of an earlier index kept where a file is unchanged,
+    the other files parsed."""
+    kept: dict[str, list[ServiceInfo]] = {}
+    if old is not None:
+        for info in old[1]:
+            if old[0].get(str(info.file)) == files.get(str(info.file)):
+                kept.setdefault(str(info.file), []).append(info)
+        unchanged = {f for f in files if old[0].get(f) == files[f]}
+    else:
+        unchanged = set()
+    services: list[ServiceInfo] = []
+    for rel in files:
+        services += kept.get(rel, []) if rel in unchanged else _parse(root, rel)
+    return tuple(services)
+
+
+def _parse(root: Path, rel: str) -> list[ServiceInfo]:
+    """The services one file declares (a spec: one; a module: those it defines)."""
+    path = root / rel
+    if path.suffix == ".py":
+        return [ServiceInfo.of(cls, "python", rel) for cls in services_in(_import(path))]
+    from compoenv.signature import ToolSignature
+    from compoenv.worldmodel.spec import SpecError, load_spec, spec_tools
+
+    spec = load_spec(path, strict=False)
+    try:
+        tools = tuple(ToolSignature.of(s).to_json() for s in spec_tools(spec).values())
+    except TypeError as exc:  # a name the SDK cannot offer (too long for an agent)
+        raise SpecError(f"{path}: {exc}") from None
+    return [ServiceInfo(spec["name"], "spec", spec["domain"], spec["description"],
+                        str(spec.get("version", "1")), tuple(spec.get("related", ())),
+                        spec.get("api"), rel, tools)]
+
+
+def _write(root: Path, files: _Files, services: tuple[ServiceInfo, ...]) -> Path:
+    """Write the index atomically (a reader never sees half an index)."""
+    path = root / INDEX_NAME
+    data = {"format": FORMAT, "files": {k: list(v) for k, v in files.items()},
+            "services": [s.to_json() for s in services]}
+    partial = path.with_name(f".{INDEX_NAME}.{os.getpid()}.tmp")
+    partial.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
+    os.replace(partial, path)
+    return path
+
+
+def _import(path: Path) -> ModuleType:
+    """The module of a library's Python file, imported once per process under a name of its
+    own (two libraries may both hold a ``tools.py``)."""
+    resolved = path.resolve()
+    digest = hashlib.sha1(str(resolved).encode()).hexdigest()[:10]
+    name = f"compoenv_library_{re.sub(r'[^A-Za-z0-9_]', '_', path.stem)}_{digest}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, resolved)
+    if spec is None or spec.loader is None:
+        raise LibraryError(f"{path}: cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # before running it: pydantic resolves its types through it
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # the library's own code: its failure names the file
+        del sys.modules[name]
+        raise LibraryError(f"{path}: importing it failed: {type(exc).__name__}: {exc}") from exc
+    return module
