@@ -348,6 +348,7 @@ _CITY_WORDS: tuple[tuple[str, str], ...] = (
 )
 _DATE_WORDS: tuple[tuple[str, str], ...] = (
     ("due", "due_date"), ("deadline", "deadline"), ("birthday", "birthday"),
+    ("dob", "birthday"), ("birth", "birthday"), ("to_date", "end_date"), ("todate", "end_date"),
     ("check_in", "check_in"), ("check_out", "check_out"), ("departure", "departure"),
     ("arrival", "arrival"), ("appointment", "appointment"), ("pay_date", "pay_date"),
     ("applied", "application_date"), ("submitted", "application_date"),

@@ -10,8 +10,8 @@ from typing import Any, Callable, Iterator
 from compoenv._cache import ByIdentity
 from compoenv.schema_check import check_for
 
-__all__ = ["Slot", "compact_schema", "interface_slots", "extract", "brief", "validator_for",
-           "is_valid"]
+__all__ = ["Slot", "compact_schema", "inline_refs", "interface_slots", "key_slots", "extract",
+           "brief", "validator_for", "is_valid", "REF_DEPTH", "INLINE_BUDGET"]
 
 _DROP = frozenset({"title"})
 _VALUES = frozenset({"default", "const", "enum", "examples"})
@@ -72,6 +72,40 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return walk(schema, 0)
 
 
+REF_DEPTH = 8  # references followed along one path when a schema with $defs is inlined
+INLINE_BUDGET = 5_000  # schema nodes one inlined schema may grow to
+
+
+def inline_refs(schema: Any, defs: dict[str, Any], depth: int = REF_DEPTH,
+                budget: int = INLINE_BUDGET) -> Any:
+    """``schema`` with every ``{"$ref": "#/$defs/<name>"}`` replaced by ``defs[name]`` (a ref's
+    siblings override its target). A ref met again inside itself (a recursive schema), nested
+    more than ``depth`` refs deep, unknown, or met after ``budget`` nodes were built becomes a
+    plain object, so a recursive or deeply shared schema costs bounded memory."""
+    left = [budget]
+
+    def walk(node: Any, seen: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [walk(item, seen) for item in node]
+        if not isinstance(node, dict):
+            return node
+        left[0] -= 1
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            name = ref.removeprefix("#/$defs/")
+            rest = {k: v for k, v in node.items() if k != "$ref"}
+            if (name in seen or len(seen) >= depth or left[0] <= 0 or name == ref
+                    or not isinstance(defs.get(name), dict)):
+                return {"type": "object", **{k: v for k, v in rest.items() if k in _PLAIN}}
+            return walk({**defs[name], **rest}, (*seen, name))
+        return {k: v if k in _VALUES else walk(v, seen) for k, v in node.items()}
+
+    return walk(schema, ())
+
+
+_PLAIN = frozenset({"description", "x-label"})  # what a cut reference keeps of its place
+
+
 def _branches(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """The non-null alternatives of a node (``Optional[X]`` is ``anyOf: [X, null]``)."""
     alternatives = node.get("anyOf") or node.get("oneOf")
@@ -110,26 +144,34 @@ def interface_slots(schema: dict[str, Any], required: bool = True,
 
 
 def key_slots(schema: dict[str, Any], owner: str, required: bool = True,
-              path: tuple[str, ...] = ()) -> list[Slot]:
-    """Untagged ``<thing>_id`` strings of a compact schema as slots of a key interface of
-    their own service (``events_tickets`` + ``event_id`` -> ``EventsTicketsEventId``): a spec
+              path: tuple[str, ...] = (), api: str | None = None) -> list[Slot]:
+    """Resource ids of a compact schema as slots of a key interface.
+
+    A node marked ``"x-key": "<resource>"`` (an importer's mark: a ``{repo_id}`` parameter,
+    the ``id`` of the repos a list returns) is a key of ``api`` (default ``owner``), so ids
+    join across the services split from one API and never across APIs
+    (``github`` + ``repo`` -> ``GithubRepoId``). An untagged ``<thing>_id`` string is a key of
+    its own service (``events_tickets`` + ``event_id`` -> ``EventsTicketsEventId``): a spec
     that names the event a search found ``event_id`` and the booking's input ``event_id``
     joins them, and nothing else (another service's ids, its other ids)."""
     slots: list[Slot] = []
     for node in _branches(schema):
         if node.get("type") == "array" and isinstance(node.get("items"), dict):
-            slots.extend(key_slots(node["items"], owner, required, path + ("*",)))
+            slots.extend(key_slots(node["items"], owner, required, path + ("*",), api))
         for key, child in (node.get("properties") or {}).items():
             if not isinstance(child, dict):
                 continue
             child_required = required and key in node.get("required", ())
             field = key if key.endswith("_id") else _described_id(key, child)
-            if (field is not None and child.get("type") == "string"
+            if isinstance(child.get("x-key"), str):
+                slots.append(Slot(key_interface(api or owner, child["x-key"]), path + (key,),
+                                  child_required, str(child.get("type", "string"))))
+            elif (field is not None and child.get("type") == "string"
                     and "x-interface" not in child and "enum" not in child):
                 slots.append(Slot(key_interface(owner, field), path + (key,), child_required,
                                   "string"))
             elif child.get("type") in ("object", "array"):
-                slots.extend(key_slots(child, owner, child_required, path + (key,)))
+                slots.extend(key_slots(child, owner, child_required, path + (key,), api))
     return slots
 
 
@@ -145,9 +187,10 @@ def _described_id(key: str, node: dict[str, Any]) -> str | None:
 
 
 def key_interface(owner: str, field: str) -> str:
-    """``("car_rental", "offer_id")`` -> ``CarRentalOfferId``."""
-    return "".join(w.capitalize() for w in f"{owner}_{field.removesuffix('_id')}".split("_")) \
-        + "Id"
+    """``("car_rental", "offer_id")`` -> ``CarRentalOfferId``; ``("github.repos", "repo")``
+    -> ``GithubReposRepoId``."""
+    words = f"{owner}_{field.removesuffix('_id')}".replace(".", "_").split("_")
+    return "".join(w.capitalize() for w in words) + "Id"
 
 
 def extract(value: Any, path: tuple[str, ...]) -> list[Any]:

@@ -1,47 +1,133 @@
 """Schemas of imported documents (OpenAPI, Swagger, MCP) as plain JSON Schema with ``x-interface``
 and ``x-role`` tags: references followed, ``allOf`` merged, alternatives simplified, and what
-cannot be offered to an agent (file uploads, ``oneOf`` of objects in inputs) left out."""
+cannot be offered to an agent (file uploads, ``oneOf`` of objects in inputs) left out.
+
+A component schema the document uses in more than one place (or inside itself) is converted
+once into ``defs`` and referenced as ``{"$ref": "#/$defs/<name>"}`` (``share=True``), so a
+document whose schemas are shared stays its own size; ``with_defs`` gives a spec the
+definitions its tools reach.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from collections import Counter
+from typing import Any, Callable
 from urllib.parse import unquote
 
-from compoenv.importers.infer import infer_interface, object_hint
-from compoenv.roles import infer_role
+from compoenv.importers.infer import field_key, object_hint, tag_field
+from compoenv.importers.resources import Resources, find_record, record_field, records_of
 from compoenv.worldmodel.spec import SpecError
 
-__all__ = ["Converter"]
+__all__ = ["Converter", "MAX_NODES", "media"]
 
 _KEEP = ("description", "enum", "const", "default", "minLength", "maxLength", "minItems",
          "maxItems", "uniqueItems", "minimum", "maximum", "minProperties", "maxProperties")
+MAX_NODES = 200_000  # schema nodes one document may convert to: past it, SpecError
+_ANNOTATIONS = frozenset({"$ref", "description", "title", "summary", "example", "examples"})
 
 
 class Converter:
-    """Turns OpenAPI / MCP schemas into plain JSON Schema, resolving refs within ``root``."""
+    """Turns OpenAPI / MCP schemas into plain JSON Schema, resolving refs within ``root``.
 
-    def __init__(self, root: Any, origin: str, warnings: list[str]) -> None:
+    Args:
+        root: The document references point into.
+        origin: Where it came from, for messages.
+        warnings: Where what was skipped is reported.
+        share: Keep component schemas used more than once as ``$defs`` references.
+        records: Component refs whose records are a collection's, with the field that is the
+            record's key: ``{"#/components/schemas/Repo": ("repo", "id")}``
+            (``compoenv.importers.resources``).
+        keys: The resource a field's name says it holds the id of (``repo_id`` -> ``repo``).
+    """
+
+    def __init__(self, root: Any, origin: str, warnings: list[str], share: bool = False,
+                 records: dict[str, tuple[str, str]] | None = None,
+                 keys: Callable[[str], str | None] = field_key) -> None:
         self.root, self.origin, self.warnings = root, origin, warnings
+        self.defs: dict[str, dict[str, Any]] = {}
+        self.records, self.keys = records or {}, keys
+        self.resources = Resources()
+        self._names: dict[tuple[str, str, str], str] = {}
+        self.share, self._uses = share, _ref_counts(root) if share else Counter()
+        self._nodes = 0
+
+    @classmethod
+    def openapi(cls, document: dict[str, Any], origin: str) -> Converter:
+        """A converter for an OpenAPI document: components shared, resource ids keyed."""
+        resources = Resources.of(document.get("paths"))
+        conv = cls(document, origin, [], share=True, keys=resources.key)
+        conv.resources = resources
+        conv.records = records_of(document.get("paths"), resources, conv._resolve,
+                                  lambda op: conv.success(op, "")[2])
+        return conv
+
+    def success(self, op: dict[str, Any], where: str) -> tuple[str | None, str | None, Any]:
+        """An operation's success response: its code (200, 201, else the first 2xx), JSON
+        media type and schema (unconverted)."""
+        responses = {str(k): v for k, v in (op.get("responses") or {}).items()} if isinstance(
+            op.get("responses"), dict) else {}
+        code = next((c for c in ("200", "201", *sorted(responses)) if c in responses and
+                     c.startswith("2")), None)
+        if code is None:
+            return None, None, None
+        try:
+            response = self.deref(responses[code], f"{where}.responses.{code}")[0]
+        except SpecError:
+            if where:
+                raise
+            return code, None, None
+        return (code, *media(response.get("content") if isinstance(response, dict) else None))
+
+    def _resolve(self, node: Any) -> tuple[Any, str | None]:
+        """``node`` with references followed and ``allOf`` parts' properties merged (one
+        level), and the component it came from; nothing for a reference that fails."""
+        try:
+            node, refs = self.deref(node, "")
+        except SpecError:
+            return {}, None
+        if isinstance(node, dict) and isinstance(node.get("allOf"), list):
+            props = dict(_props(node))
+            for part in node["allOf"]:
+                props.update(_props(self._resolve(part)[0]))
+            node = {**node, "properties": props}
+        return node, refs[-1] if refs else None
 
     def deref(self, node: Any, where: str) -> tuple[Any, list[str]]:
         """``node`` with ``$ref`` chains followed (a ref's siblings override it), and the refs."""
         refs: list[str] = []
         while isinstance(node, dict) and "$ref" in node:
-            ref, target = node["$ref"], self.root
+            ref = node["$ref"]
             why = " (circular)" if ref in refs else "" if str(ref).startswith("#/") else \
                 " (only references within the document are supported)"
-            for part in str(ref).split("/")[1:] if not why else ():
-                part = unquote(part).replace("~1", "/").replace("~0", "~")
-                target = target.get(part) if isinstance(target, dict) else None
+            target = None if why else _pointer(self.root, str(ref))
+            if target is True or target == {}:  # a schema that allows anything
+                target = {}
             if why or not isinstance(target, dict):
-                raise SpecError(f"{self.origin}: {where}: cannot resolve $ref {ref!r}{why}")
+                what = "" if why or target is None else f" (it points at a {_kind(target)})"
+                raise SpecError(f"{self.origin}: {where}: cannot resolve $ref {ref!r}"
+                                f"{why}{what}")
             refs.append(ref)
             node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
         return node, refs
 
     def schema(self, node: Any, where: str, name: str = "", hint: str = "", mode: str = "out",
-               stack: tuple[str, ...] = ()) -> dict[str, Any] | None:
-        """The converted schema, or None to leave the node out (``mode``: "in" or "out")."""
+               stack: tuple[str, ...] = (), inline: bool = False) -> dict[str, Any] | None:
+        """The converted schema, or None to leave the node out (``mode``: "in" or "out";
+        ``inline``: convert the node itself even when it is a shared component)."""
+        self._count(where)
+        node = _one_ref(node)
+        ref = node.get("$ref") if isinstance(node, dict) else None
+        if self.share and not inline and isinstance(ref, str) and (self._uses[ref] > 1 or ref in stack) \
+                and set(node) <= _ANNOTATIONS:
+            shared = self._shared(ref, where, name, hint, mode, stack)
+            if shared is not None:
+                return {**shared, **({"description": node["description"]} if isinstance(
+                    node.get("description"), str) else {})}
+        return self._convert(node, where, name, hint, mode, stack)
+
+    def _convert(self, node: Any, where: str, name: str, hint: str, mode: str,
+                 stack: tuple[str, ...]) -> dict[str, Any] | None:
         node, refs = self.deref(node, where)
         if not isinstance(node, dict):
             return {}
@@ -51,62 +137,220 @@ class Converter:
         stack, parts = (*stack, *refs), list(node.get("allOf") or ())
         while parts:  # allOf: every part (and the parts' parts) merged into one object
             part, more = self.deref(parts.pop(0), f"{where}.allOf")
-            refs, parts = refs + more, [*part.get("allOf", ()), *parts]
+            if set(more) & set(stack):  # a part that contains the object itself
+                self.warnings.append(f"{where}: recursive allOf {more[-1]} left out")
+                continue
+            refs, stack = refs + more, (*stack, *more)
+            parts = [*part.get("allOf", ()), *parts]
             node = {**{k: v for k, v in part.items() if k != "allOf"}, **node,
-                    "properties": {**node.get("properties", {}), **part.get("properties", {})},
-                    "required": [*node.get("required", ()), *part.get("required", ())]}
+                    "properties": {**_props(node), **_props(part)},
+                    "required": [*_list(node.get("required")), *_list(part.get("required"))]}
         if node.get("readOnly" if mode == "in" else "writeOnly") is True:
             return None
-        sub, key = (name, hint, mode, stack), "oneOf" if "oneOf" in node else "anyOf"
-        if key in node:
-            real = [b for b in (self.deref(b, where)[0] for b in node[key])
-                    if isinstance(b, dict) and b.get("type") != "null"]
-            objects = len(real) > 1 and any("properties" in b or b.get("type") == "object"
-                                            for b in real)
-            if len(real) > 1 and not objects:  # alternative scalars stay alternatives
-                return {"anyOf": [s for b in real if (s := self.schema(b, where, *sub))]}
-            if objects and mode == "in":
-                return self._skip(f"{where}: {key} of objects is not supported; skipped")
-            if objects:
-                self.warnings.append(f"{where}: {key} of objects: the first alternative is used")
-            rest = {k: v for k, v in node.items() if k != key}
-            return self.schema({**rest, **(real[0] if real else {})}, where, *sub)
+        sub, key = (name, hint, mode, stack), "oneOf" if node.get("oneOf") else "anyOf"
+        if node.get(key):
+            return self._alternatives(node, key, where, sub)
         kind = node.get("type")
         kind = next((k for k in kind if k != "null"), None) if isinstance(kind, list) else kind
         kind = kind or ("object" if "properties" in node else "array" if "items" in node else None)
+        kind = kind if isinstance(kind, str) else None
         if kind == "string" and node.get("format") in ("binary", "byte") and mode == "in":
             return self._skip(f"{where}: file upload {name!r} is not supported; skipped")
         out: dict[str, Any] = {"type": kind} if kind else {}
         out.update({k: node[k] for k in _KEEP if k in node})
         if isinstance(out.get("enum"), list):  # OpenAPI 3.0 lists null among nullable enums
-            out["enum"] = [v for v in out["enum"] if v is not None]
+            out["enum"] = [v for v in out["enum"] if v is not None] or None
+            out = {k: v for k, v in out.items() if v is not None}
         for bound, step in (("minimum", 1), ("maximum", -1)):  # exclusive bounds -> inclusive
             exclusive = node.get("exclusive" + bound.title())  # a 3.0 flag or a 3.1 number
             value = node.get(bound) if exclusive is True else exclusive
             if type(value) in (int, float):
                 out[bound] = value + step if kind == "integer" else value
         if kind == "object":
-            props, extra = node.get("properties") or {}, node.get("additionalProperties")
-            inner = object_hint([r.rsplit("/", 1)[-1] for r in refs] + [name], props) or hint
-            out["properties"] = {k: s for k, v in props.items() if (s := self.schema(
-                v, f"{where}.properties.{k}", k, inner, mode, stack)) is not None}
-            required = [k for k in dict.fromkeys(node.get("required", ())) if k in
-                        out["properties"]]
-            extra = self.schema(extra, f"{where}.additionalProperties", *sub) if isinstance(
-                extra, dict) and extra else extra
-            out.update({"required": required} if required else {})
-            out.update({"additionalProperties": extra} if extra is False or extra else {})
+            self._object(node, out, refs, where, sub)
         elif kind == "array":
-            out["items"] = self.schema(node.get("items", {}), f"{where}.items", *sub)
+            items = node.get("items") if isinstance(node.get("items"), dict) else {}
+            out["items"] = self.schema(items, f"{where}.items", *sub)
             return out if out["items"] is not None else None
         elif "enum" not in out and "const" not in out:
-            interface = infer_interface(name, kind, node.get("format"), hint)
-            out.update({"x-interface": interface} if interface else {})
-            role = infer_role(interface, name, None) if interface else None
-            out.update({"x-role": role} if role else {})  # a guess from the name's words
+            parents = tuple(re.findall(r"\.properties\.([^.\[]+)", where)[:-1])
+            out.update(tag_field(name, kind, node.get("format"), hint,
+                                 str(node.get("description") or ""), self.keys,
+                                 "body" if mode == "in" else "response", parents))
         return out
+
+    def key_record(self, returns: dict[str, Any], resource: str, named: bool) -> None:
+        """Mark the key field of the record a converted response holds (inline records; shared
+        ones were marked as their component was converted)."""
+        def resolve(node: Any) -> tuple[Any, str | None]:
+            ref = node.get("$ref") if isinstance(node, dict) else None
+            return (self.defs.get(ref.removeprefix("#/$defs/")), ref) if isinstance(
+                ref, str) else (node, None)
+
+        found = find_record(returns, resolve, resource)
+        if found is not None and found[1] is None:
+            key = record_field(list(found[0].get("properties") or {}), resource, named)
+            if key and isinstance(found[0]["properties"][key], dict):
+                _mark(found[0]["properties"][key], resource)
+
+    def with_defs(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """``spec`` with the shared definitions its tools reach, as ``"$defs"``."""
+        found: dict[str, Any] = {}
+        todo = [t[k] for t in spec["tools"] for k in ("parameters", "returns")]
+        while todo:
+            node = todo.pop()
+            if isinstance(node, list):
+                todo.extend(node)
+            elif isinstance(node, dict):
+                ref = node.get("$ref")
+                name = ref.removeprefix("#/$defs/") if isinstance(ref, str) else None
+                if name in self.defs and name not in found:
+                    found[name] = self.defs[name]
+                    todo.append(found[name])
+                todo.extend(v for k, v in node.items() if k not in ("enum", "default", "const"))
+        return {**spec, "$defs": dict(sorted(found.items()))} if found else spec
+
+    def _shared(self, ref: str, where: str, name: str, hint: str, mode: str,
+                stack: tuple[str, ...]) -> dict[str, Any] | None:
+        """A reference to the converted component (converted on first use), or None when the
+        component is no object worth sharing (a scalar takes its tags from the field name)."""
+        target, refs = self.deref({"$ref": ref}, where)
+        if not (target.get("properties") or target.get("allOf")) or target.get(
+                "readOnly" if mode == "in" else "writeOnly") is True:
+            return None
+        own = object_hint([r.rsplit("/", 1)[-1] for r in refs], target.get("properties") or {})
+        inner = own or object_hint([name]) or hint
+        key = (ref, mode, inner)
+        if key not in self._names:
+            base = re.sub(r"[^A-Za-z0-9_.-]", "_", unquote(ref.rsplit("/", 1)[-1]))[:80] or "def"
+            label = base + ("" if mode == "out" else "_in") + (
+                "" if inner == own or not inner else f"_{inner}")
+            while label in self.defs:
+                label += "_"
+            self._names[key], self.defs[label] = label, {"type": "object"}  # recursion lands here
+            converted = self._convert({"$ref": ref}, where, "", inner, mode,
+                                      tuple(r for r in stack if r != ref))
+            self.defs[label] = converted if converted is not None else {"type": "object"}
+        return {"$ref": f"#/$defs/{self._names[key]}"}
+
+    def _object(self, node: dict[str, Any], out: dict[str, Any], refs: list[str], where: str,
+                sub: tuple[str, str, str, tuple[str, ...]]) -> None:
+        name, hint, mode, stack = sub
+        props, extra = _props(node), node.get("additionalProperties")
+        inner = object_hint([r.rsplit("/", 1)[-1] for r in refs] + [name], props) or hint
+        out["properties"] = {k: s for k, v in props.items() if (s := self.schema(
+            v, f"{where}.properties.{k}", k, inner, mode, stack)) is not None}
+        required = [k for k in dict.fromkeys(_list(node.get("required"))) if isinstance(
+            k, str) and k in out["properties"]]
+        extra = self.schema(extra, f"{where}.additionalProperties", *sub) if isinstance(
+            extra, dict) and extra else extra
+        out.update({"required": required} if required else {})
+        out.update({"additionalProperties": extra} if extra is False or extra else {})
+        record = next((self.records[r] for r in refs if r in self.records), None)
+        if record and isinstance(out["properties"].get(record[1]), dict):
+            _mark(out["properties"][record[1]], record[0])
+
+    def _alternatives(self, node: dict[str, Any], key: str, where: str,
+                      sub: tuple[str, str, str, tuple[str, ...]]) -> dict[str, Any] | None:
+        """``anyOf`` / ``oneOf``: scalars stay alternatives, objects take the first (outputs) or
+        are left out (inputs); an empty list is dropped."""
+        real = [b for b in (self.deref(b, where)[0] for b in node[key])
+                if isinstance(b, dict) and b.get("type") != "null"]
+        objects = len(real) > 1 and any("properties" in b or b.get("type") == "object"
+                                        for b in real)
+        if len(real) > 1 and not objects:  # alternative scalars stay alternatives
+            options = [s for b in real if (s := self.schema(b, where, *sub))]
+            return {"anyOf": options} if len(options) > 1 else options[0] if options else {}
+        if objects and sub[2] == "in":
+            return self._skip(f"{where}: {key} of objects is not supported; skipped")
+        if objects:
+            self.warnings.append(f"{where}: {key} of objects: the first alternative is used")
+        rest = {k: v for k, v in node.items() if k not in ("anyOf", "oneOf")}
+        return self.schema({**rest, **(real[0] if real else {})}, where, *sub)
+
+    def _count(self, where: str) -> None:
+        self._nodes += 1
+        if self._nodes > MAX_NODES:
+            raise SpecError(f"{self.origin}: {where}: too large: the converted schemas pass "
+                            f"{MAX_NODES:,} nodes")
 
     def _skip(self, warning: str, result: Any = None) -> Any:
         self.warnings.append(warning)
         return result
 
+
+def _mark(field: dict[str, Any], resource: str) -> None:
+    """A record's key field: the resource's id, no other tag."""
+    if field.get("type") in ("string", "integer"):
+        for tag in ("x-interface", "x-role"):
+            field.pop(tag, None)
+        field["x-key"] = resource
+
+
+def media(content: Any) -> tuple[str | None, Any]:
+    """The JSON (or form) media type of a content map, and its schema."""
+    forms = ("*/*", "application/x-www-form-urlencoded", "multipart/form-data")
+    found = next((m for m in content or {} if "json" in m or m in forms), None) if isinstance(
+        content, dict) else None
+    return found, (content[found] or {}).get("schema") if found and isinstance(
+        content[found], dict) else None
+
+
+def _pointer(root: Any, ref: str) -> Any:
+    """What a local JSON pointer (``#/components/schemas/List/items``, ``#/x/0``) points at."""
+    target = root
+    for part in ref.split("/")[1:]:
+        part = unquote(part).replace("~1", "/").replace("~0", "~")
+        if isinstance(target, dict):
+            target = target.get(part)
+        elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+            target = target[int(part)]
+        else:
+            return None
+    return target
+
+
+def _kind(value: Any) -> str:
+    return {list: "list", str: "string", bool: "boolean"}.get(type(value), type(value).__name__)
+
+
+def _one_ref(node: Any) -> Any:
+    """``{"allOf": [{"$ref": R}, {"description": D}]}`` (a described reference, as AWS writes
+    them) as ``{"$ref": R, "description": D}``, so it can stay shared; anything else as is."""
+    parts = node.get("allOf") if isinstance(node, dict) else None
+    if not isinstance(parts, list) or not set(node) <= _ANNOTATIONS | {"allOf"}:
+        return node
+    refs = [p for p in parts if isinstance(p, dict) and "$ref" in p and set(p) <= _ANNOTATIONS]
+    notes = [p for p in parts if isinstance(p, dict) and "$ref" not in p and set(
+        p) <= _ANNOTATIONS]
+    if len(refs) != 1 or len(refs) + len(notes) != len(parts):
+        return node
+    merged = {k: v for k, v in node.items() if k != "allOf"}
+    for part in notes + refs:
+        merged.update(part)
+    return merged
+
+
+def _props(node: dict[str, Any]) -> dict[str, Any]:
+    props = node.get("properties")
+    return props if isinstance(props, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _ref_counts(root: Any) -> Counter[str]:
+    """How often each ``$ref`` occurs in a document."""
+    counts: Counter[str] = Counter()
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str):
+                counts[ref] += 1
+            todo.extend(node.values())
+        elif isinstance(node, list):
+            todo.extend(node)
+    return counts

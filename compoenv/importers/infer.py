@@ -1,13 +1,17 @@
-"""What an imported field is: its interface (by name, type and format) and whether its object is
-a person or an organisation."""
+"""What an imported field is: its interface (by name, type, format and description), its role,
+the resource whose id it holds, whether its object is a person or an organisation, and whether
+it is transport noise (auth, signing, paging, response shaping) that no user states."""
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Any, Callable
 
 from compoenv.importers.naming import snake
+from compoenv.roles import infer_role
 
-__all__ = ["infer_interface", "object_hint", "SKIP_HEADERS"]
+__all__ = ["infer_interface", "object_hint", "tag_field", "field_key", "is_noise",
+           "singular", "SKIP_HEADERS"]
 
 SKIP_HEADERS = {"authorization", "accept", "content_type", "cookie", "user_agent", "api_key"}
 _PERSON = set("owner customer person user contact client patient vet employee member author "
@@ -17,21 +21,64 @@ _ORG = set("company organization organisation org vendor supplier employer merch
            "team".split())
 _RULES = [(interface, kind, set(words.split()), set(formats.split())) for interface, kind, words,
           formats in (  # interface, JSON type, words of the field's name, formats
-    ("DateTime", "string", "datetime timestamp", "date-time"), ("City", "string", "city", ""),
-    ("Date", "string", "date birthday dob", "date"), ("EmailAddress", "string", "email", "email"),
+    ("DateTime", "string", "datetime timestamp", "date-time google-datetime"),
+    ("City", "string", "city", ""), ("Date", "string", "date birthday dob birthdate", "date"),
+    ("EmailAddress", "string", "email", "email"),
     ("Url", "string", "url uri website homepage link", "uri url uri-reference"),
-    ("PhoneNumber", "string", "phone mobile telephone tel", ""),
+    ("PhoneNumber", "string", "phone mobile telephone", ""),
     ("Money", "number", "price amount cost total fee subtotal", ""),
-    ("Quantity", "integer", "quantity qty count", ""), ("CurrencyCode", "string", "currency", ""),
+    ("Quantity", "integer", "quantity qty", ""), ("CurrencyCode", "string", "currency", ""),
     ("OrganizationName", "string", "company organization organisation employer", ""),
-    ("CountryCode", "string", "country", ""), ("PostalCode", "string", "zip postcode postal", ""))]
-
+    ("CountryCode", "string", "country", ""), ("PostalCode", "string", "zip postcode postal", ""),
+    ("AirportCode", "string", "iata airport", ""),
+    ("Percentage", "number", "percentage percent", ""))]
+# described rather than named: "ISO 3166 country code", "ISO 4217 currency", "IATA airport"
+_DESCRIBED = [(re.compile(p, re.I), interface) for p, interface in (
+    (r"\bcountry code\b|\bISO[ -]?3166", "CountryCode"), (r"\bISO[ -]?4217\b", "CurrencyCode"),
+    (r"\bIATA\b.*\b(airport|location) code\b|\bairport code\b", "AirportCode"),
+    (r"^(the |an? )?e-?mail address\b", "EmailAddress"))]
+_CODES = {"iata", "airport", "country", "currency", "postal", "zip", "phone", "telephone"}
+_NOT_COUNTRY = {"calling", "dialing", "dial", "phone"}  # a dialling prefix is no country
+_MOMENTS = {"created", "updated", "modified", "deleted", "published", "posted", "started",
+            "ended", "expired", "completed", "submitted", "last", "start", "end", "expiry"}
+_STREET = {("street",), ("street", "address"), ("address", "line", "1"), ("address", "1"),
+           ("address", "line1"), ("address1",), ("line1",), ("street", "1")}
+# transport: auth, signing, content negotiation, paging, response shaping, request tracing
+_NOISE = set("authorization proxy_authorization cookie user_agent accept accept_language "
+             "accept_encoding accept_charset content_type content_length content_md5 "
+             "if_match if_none_match if_modified_since cache_control api_key apikey "
+             "access_token oauth_token auth_token api_token token api_version callback jsonp "
+             "pretty_print pretty alt quota_user user_ip upload_type upload_protocol xgafv "
+             "next_token next_page_token page_token continuation_token continuation cursor "
+             "next_cursor next_marker marker next_link odata_next_link skip_token skiptoken "
+             "etag request_id client_request_id correlation_id idempotency_key signature "
+             "x_amz_date x_amz_target page offset client_secret secret_key".split())
+_NOISE_TEXT = re.compile(
+    r"\b(api key|access token|oauth|authenticat\w*|jsonp|pagination token|continuation token|"
+    r"page token|token for the next page|next page of results|tracking the request|"
+    r"request id|correlation id|idempotency|selector specifying which fields|"
+    r"format of the response|response format|error format)\b", re.I)
+_PAGING = set("meta paging pagination links _links page_info pageinfo".split())
+_PAGING_FIELDS = set("page limit offset first last next prev previous self href key total_pages "
+                     "page_size per_page next_link next_token cursor".split())
+_ID_SUFFIXES = ("id", "ids", "uuid", "guid", "sid", "arn")
 
 
 def _has(name: str | list[str], vocab: set[str]) -> bool:
     """Whether a word of ``name`` (or of a list of words) is in ``vocab``, plural or not."""
     words = snake(name, 200).split("_") if isinstance(name, str) else name
     return any(w in vocab or (w.endswith("s") and w[:-1] in vocab) for w in words)
+
+
+def singular(words: str) -> str:
+    """``resource_groups`` -> ``resource_group``, ``policies`` -> ``policy``."""
+    head, _, last = words.rpartition("_")
+    for end, repl in (("ies", "y"), ("sses", "ss"), ("xes", "x"), ("ches", "ch"),
+                      ("shes", "sh"), ("s", "")):
+        if last.endswith(end) and not last.endswith(("ss", "us", "is")) and len(last) > 3:
+            last = last[: -len(end)] + repl
+            break
+    return f"{head}_{last}" if head else last
 
 
 def object_hint(names: list[str], keys: Any = ()) -> str:
@@ -43,22 +90,84 @@ def object_hint(names: list[str], keys: Any = ()) -> str:
         _has(n, _PERSON) for n in names) else ""
 
 
-def infer_interface(name: str, kind: Any, fmt: Any = None, hint: str = "") -> str | None:
+def is_noise(name: str, place: str = "body", description: str = "",
+             parents: tuple[str, ...] = ()) -> bool:
+    """Whether a field is transport rather than a value a user means: every header (auth,
+    signing, tracing, ``x-*``), auth and paging parameters, response shaping (``fields``,
+    ``prettyPrint``), and the paging part of a response (``meta.limit``, ``_links.next``).
+
+    Args:
+        name: The field's name.
+        place: ``path``, ``query``, ``header``, ``body`` or ``response``.
+        description: The field's description.
+        parents: For a response field, the names of the objects it sits in.
+    """
+    key = snake(name, 200)
+    if place == "header":
+        return True
+    if place == "response":
+        return key in ("next_link", "next_token", "next_page_token", "etag", "odata_next_link",
+                       "cursor", "next_cursor") or (key in _PAGING_FIELDS and bool(
+                           {snake(p, 200) for p in parents[-2:]} & _PAGING))
+    if place == "path":
+        return key in ("access_token", "api_key")
+    return (key in _NOISE or key.startswith("x_") or (key == "key" and place == "query")
+            or bool(_NOISE_TEXT.search(description[:200])))
+
+
+def field_key(name: str) -> str | None:
+    """The resource a field's name says it holds the id of: ``repo_id`` -> ``repo``,
+    ``projectGuid`` -> ``project``, ``BundleSid`` -> ``bundle``; None for anything else."""
+    words = snake(name, 200).split("_")
+    if len(words) < 2 or words[-1] not in _ID_SUFFIXES:
+        return None
+    return singular("_".join(words[:-1]))
+
+
+def infer_interface(name: str, kind: Any, fmt: Any = None, hint: str = "",
+                    description: str = "") -> str | None:
     """The ``x-interface`` a field called ``name`` of JSON type ``kind`` most likely carries;
     ``hint`` tells whether the field's object is a "person" or an "org" (for a bare ``name``)."""
     not_dates = ("update", "candidate", "validate", "mandate", "liquidate")
     words = [("date" if w.endswith("date") and not w.endswith(not_dates) else
               "email" if "email" in w else w) for w in snake(name or "id", 200).split("_")]
-    if words[-1] in ("id", "ids", "uuid"):
-        return None
+    if words[-1] in _ID_SUFFIXES or (words[-1] in ("key", "token", "code", "number")
+                                     and not set(words) & _CODES):
+        return None  # an id, a secret, a code of something else
+    if kind == "string" and (tuple(words) in _STREET or words[-2:] == ["street", "address"]):
+        return "StreetAddress"
+    if kind == "string" and fmt in (None, "") and (
+            (words[-1] in ("at", "time", "on") and len(words) > 1 and words[-2] in _MOMENTS)
+            or (words[-1] in ("time", "datetime") and words[0] in _MOMENTS)):
+        return "DateTime"
     for interface, json_type, vocab, formats in _RULES:
         if kind == json_type and (fmt in formats or _has(words, vocab)):
+            if interface == "CountryCode" and set(words) & _NOT_COUNTRY:
+                return None
             return interface
+    if kind == "string" and words[-1] != "name":
+        return next((interface for pattern, interface in _DESCRIBED
+                     if pattern.search(description[:300])), None)
     if kind != "string" or (words[-1] != "name" and len(words) > 1):
         return None
     head, alone = words[:-1], words == ["name"]
-    if _has(head, _ORG) or (alone and hint == "org"):
+    if (head and _has(head[-1:], _ORG)) or (alone and hint == "org"):
         return "OrganizationName"
     people = _PERSON | {"full", "display"} if head else _PERSON - {"user", "agent"}
-    return "PersonName" if _has(head or words, people) or (alone and hint == "person") else None
+    return "PersonName" if (head and _has(head[-1:], people)) or (alone and hint == "person") \
+        else None
 
+
+def tag_field(name: str, kind: Any, fmt: Any = None, hint: str = "", description: str = "",
+              keys: Callable[[str], str | None] = field_key, place: str = "body",
+              parents: tuple[str, ...] = ()) -> dict[str, str]:
+    """The tags of one converted field: ``x-key`` for a resource id, else ``x-interface`` and
+    ``x-role`` (a guess from the name's words); nothing for transport noise (``is_noise``)."""
+    if not name or is_noise(name, place, description, parents):
+        return {}
+    if kind in ("string", "integer") and (resource := keys(name)):
+        return {"x-key": resource}
+    interface = infer_interface(name, kind, fmt, hint, description)
+    role = infer_role(interface, snake(name, 200), None) if interface else None
+    return {**({"x-interface": interface} if interface else {}),
+            **({"x-role": role} if role else {})}

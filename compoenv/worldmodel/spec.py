@@ -12,7 +12,13 @@ its calls are answered by a world model. The format is ``spec.schema.json`` besi
 Parameter and return schemas are JSON Schema; a node may carry ``"x-interface"`` with a name
 from ``compoenv.interfaces`` (a semantic type such as ``EmailAddress`` or an entity such as
 ``Contact``). A node that is only ``{"x-interface": "<Entity>"}`` expands to that entity's
-schema, so spec tools join the implemented services in the dependency graph.
+schema, so spec tools join the implemented services in the dependency graph. A node marked
+``"x-key": "<resource>"`` is a resource id that joins within the spec's ``api`` (its name by
+default): the services split from one imported API share their ids.
+
+Schemas the tools share live once in the spec's ``"$defs"`` and are referenced as
+``{"$ref": "#/$defs/<name>"}``; they are inlined when the spec is loaded, to a bounded depth
+(``compoenv.schema.inline_refs``: a recursive schema is cut to a plain object).
 
 Every string a tool accepts is bounded: a parameter string without ``maxLength`` (nor ``enum``
 or ``const``) gets ``maxLength: DEFAULT_MAX_LENGTH`` (2,000 characters, room for free text),
@@ -30,7 +36,7 @@ import jsonschema
 from pydantic import TypeAdapter
 
 from compoenv.interfaces import ENTITY_MODELS, SEMANTIC_TYPES
-from compoenv.schema import compact_schema, interface_slots, key_slots
+from compoenv.schema import compact_schema, inline_refs, interface_slots, key_slots
 from compoenv.service import Service, ToolSpec
 
 __all__ = ["SpecError", "load_spec", "validate_spec", "spec_tools", "SPEC_SCHEMA",
@@ -117,12 +123,29 @@ def validate_spec(data: Any, origin: str = "<spec>", strict: bool = True) -> dic
             except jsonschema.SchemaError as exc:
                 raise SpecError(f"{origin}: {_where(where + [key] + list(exc.absolute_path))}: "
                                 f"not a valid JSON schema: {exc.message}") from None
+        for key in ("parameters", "returns"):
+            missing = sorted(_refs(tool[key]) - set(data.get("$defs", {})))
+            if missing:
+                raise SpecError(f"{origin}: {_where(where + [key])}: references {missing} "
+                                f"are not in $defs (write them as \"#/$defs/<name>\")")
         if tool.get("phrase"):
             unknown = {f for f in _fields(tool["phrase"])} - set(params["properties"])
             if unknown:
                 raise SpecError(f"{origin}: {_where(where + ['phrase'])}: placeholders "
                                 f"{sorted(unknown)} are not parameters")
     return _expand(data, origin, [])
+
+
+def _refs(node: Any) -> set[str]:
+    """The ``$defs`` names a schema refers to (a ref elsewhere is kept whole, so it fails)."""
+    if isinstance(node, list):
+        return {r for item in node for r in _refs(item)}
+    if not isinstance(node, dict):
+        return set()
+    ref = node.get("$ref")
+    own = {ref.removeprefix("#/$defs/")} if isinstance(ref, str) else set()
+    return own.union(*(_refs(v) for k, v in node.items() if k not in ("enum", "const",
+                                                                       "default", "examples")))
 
 
 def _fields(phrase: str) -> set[str]:
@@ -168,21 +191,21 @@ def bounded_strings(node: Any, limit: int = DEFAULT_MAX_LENGTH) -> Any:
 
 
 def spec_tools(spec: dict[str, Any]) -> dict[str, ToolSpec]:
-    """ToolSpecs of a validated spec: simulated, validated with jsonschema, every parameter
-    string bounded (``bounded_strings``)."""
-    out = {}
+    """ToolSpecs of a validated spec: shared ``$defs`` inlined to a bounded depth, simulated,
+    validated with jsonschema, every parameter string bounded (``bounded_strings``)."""
+    out, defs, api = {}, spec.get("$defs", {}), spec.get("api")
     for tool in spec["tools"]:
-        parameters = {"additionalProperties": False,
-                      **bounded_strings(compact_schema(tool["parameters"]))}
-        returns = compact_schema(tool["returns"])
+        parameters = {"additionalProperties": False, **bounded_strings(compact_schema(
+            inline_refs(tool["parameters"], defs)))}
+        returns = compact_schema(inline_refs(tool["returns"], defs))
         out[tool["name"]] = ToolSpec(
             service=spec["name"], name=tool["name"], description=tool["description"],
             read_only=tool["read_only"], simulated=True, parameters=parameters,
             returns=returns, phrase=tool.get("phrase"),
             validator=jsonschema.Draft202012Validator(parameters),
             inputs=tuple(s for s in interface_slots(parameters) + key_slots(
-                parameters, spec["name"]) if s.path),
-            outputs=tuple(interface_slots(returns) + key_slots(returns, spec["name"])),
+                parameters, spec["name"], api=api) if s.path),
+            outputs=tuple(interface_slots(returns) + key_slots(returns, spec["name"], api=api)),
         )
     return out
 
