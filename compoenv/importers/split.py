@@ -13,20 +13,27 @@ from dataclasses import dataclass
 from urllib.parse import urlparse
 
 from compoenv.importers.naming import snake, unique
+from compoenv.worldmodel.spec import SpecError
 
-__all__ = ["LIMIT", "SERVICE_MAX", "ApiName", "Operation", "group_operations", "fit",
-           "host_label", "namespaces"]
+__all__ = ["LIMIT", "SERVICE_MAX", "TOOL_MAX", "ApiName", "Operation", "group_operations",
+           "fit", "host_label", "namespaces", "NothingToImport"]
 
 LIMIT = 50  # tools per service, at most
-SERVICE_MAX = 30  # characters of a service name: "<service>__<tool>" fits OpenAI's 64
-SPLIT_API_MAX = 19  # a split API's namespace leaves room for ".<group>"
+SERVICE_MAX = 30  # characters of a service name, and of a tool name: "<service>__<tool>"
+TOOL_MAX = 32  # fits OpenAI's 64 characters
+SPLIT_API_MAX = 18  # a split API's namespace leaves room for ".<group>"
 _SMALL = 3  # prefix groups smaller than this gather in "other"
 _GENERIC = set("api apis rest restful openapi swagger client service services the a an of for "
                "documentation docs reference spec specification http https json web public "
                "interface".split())
 _HOST_NOISE = set("www api apis developer developers dev app rest management gateway service "
                   "services platform portal".split())
+_SHORT = {"amazonaws": "aws", "googleapis": "google"}  # providers better known shorter
 _TLD2 = {"co", "com", "gov", "org", "net", "ac", "edu", "ne", "or", "go", "gob", "nic"}
+
+
+class NothingToImport(SpecError):
+    """A well-formed document that describes no operation (only webhooks, say): skipped."""
 
 
 @dataclass(frozen=True)
@@ -68,7 +75,8 @@ def host_label(host: str) -> str:
     if len(labels) > 1 and labels[-1] in _TLD2:
         labels.pop()
     kept = [x for x in labels if x not in _HOST_NOISE]
-    return (kept or labels or [""])[-1]
+    label = (kept or labels or [""])[-1]
+    return _SHORT.get(label, label)
 
 
 def _title(title: str) -> str:
@@ -83,22 +91,27 @@ def _base(name: ApiName, limit: int) -> str:
     """The most readable namespace of at most ``limit`` characters."""
     provider = host_label(name.provider)
     if provider:
-        head = fit(provider, 12) if len(provider) > 12 else snake(provider, 12, prefix="api")
-        rest = fit(name.service, limit - len(head) - 1) if name.service.strip("-_ ") else ""
+        head = fit(provider, min(12, limit)) if len(provider) > 12 else snake(
+            provider, min(12, limit), prefix="api")
+        room = limit - len(head) - 1
+        rest = fit(name.service, room) if name.service.strip("-_ ") and room >= 3 else ""
         return f"{head}.{rest}" if rest else head
     words = _title(name.title) or host_label(name.host) or "imported"
     return fit(snake(words, 200, prefix="api"), limit)
+
+
+def _version(version: str) -> str:
+    """``2018-11-29`` -> ``v2018_11_29``, ``v1.2`` -> ``v1_2``, ``beta`` -> ``beta``."""
+    text = "_".join(re.findall(r"[a-z0-9]+", version.lower()))
+    return snake(f"v{text}" if text[:1].isdigit() else text, 12) if text else ""
 
 
 def namespaces(name: ApiName, split: bool) -> Iterator[str]:
     """Namespaces for an API in order of preference: the readable one, then with its version,
     then numbered; the importer takes the first that no earlier API holds."""
     limit = SPLIT_API_MAX if split else SERVICE_MAX
-    base = _base(name, limit)
-    yield base
-    version = snake(name.version, 12, prefix="v") if name.version.strip() else ""
-    version = version if version.startswith("v") else f"v{version}"
-    if len(version) > 1:
+    yield _base(name, limit)
+    if version := _version(name.version):
         yield f"{_base(name, limit - len(version) - 1)}_{version}"
     for n in range(2, 10_000):
         yield f"{_base(name, limit - len(str(n)) - 1)}_{n}"
@@ -120,8 +133,18 @@ def _by_prefix(ops: list[Operation], members: list[int]) -> dict[str, list[int]]
         rest = [s for s in segments[common:] if not s.startswith("{")]
         key = rest[0] if rest else (segments[common - 1] if common and not segments[
             common - 1].startswith("{") else "root")
-        out.setdefault(snake(key.split(".")[-1], 20, prefix="g"), []).append(i)
+        out.setdefault(_key(key), []).append(i)
     return out
+
+
+def _key(segment: str) -> str:
+    """A group's name from a path segment; an RPC target (``#X-Amz-Target=Svc.ListSkills``)
+    names the object it acts on (``skill``)."""
+    if "=" not in segment:
+        return snake(segment.split(".")[-1], 20, prefix="g")
+    words = snake(segment.split("=")[-1].split(".")[-1], 200, prefix="g").split("_")
+    word = words[1] if len(words) > 1 else words[0]
+    return word[:-1] if word.endswith("s") and len(word) > 3 else word
 
 
 def _by_tag(ops: list[Operation], members: list[int]) -> dict[str, list[int]] | None:
