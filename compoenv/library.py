@@ -282,12 +282,11 @@ def _parse(root: Path, rel: str) -> list[ServiceInfo]:
     path = root / rel
     if path.suffix == ".py":
         return [ServiceInfo.of(cls, "python", rel) for cls in services_in(_import(path))]
-    from compoenv.signature import ToolSignature
-    from compoenv.worldmodel.spec import SpecError, load_spec, spec_tools
+    from compoenv.worldmodel.spec import SpecError, load_spec, spec_signatures
 
     spec = load_spec(path, strict=False)
     try:
-        tools = tuple(ToolSignature.of(s).to_json() for s in spec_tools(spec).values())
+        tools = tuple(s.to_json() for s in spec_signatures(spec))
     except TypeError as exc:  # a name the SDK cannot offer (too long for an agent)
         raise SpecError(f"{path}: {exc}") from None
     return [ServiceInfo(spec["name"], "spec", spec["domain"], spec["description"],

@@ -114,6 +114,19 @@ def _keyword(key: str, arg: Any, schema: dict[str, Any]) -> Check:
         return _enum_check(arg)
     if key == "const" and isinstance(arg, str):
         return lambda v: isinstance(v, str) and v == arg
+    if key == "const" and (arg is None or isinstance(arg, bool)):
+        return lambda v: v is arg  # false is not 0, null is only null
+    if key == "uniqueItems" and arg is False:
+        return lambda v: True
+    items = schema.get("items")
+    if key == "uniqueItems" and arg is True and isinstance(items, dict) \
+            and items.get("type") == "string":
+        # items that are not all strings fail "items" anyway; strings are equal when == says so
+        return lambda v: (not isinstance(v, list) or not all(isinstance(x, str) for x in v)
+                          or len(set(v)) == len(v))
+    if key == "propertyNames":
+        name = _compile(arg)
+        return lambda v: not isinstance(v, dict) or all(name(k) for k in v)
     if key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
         return _number_bound(key, arg)
     if key in ("minLength", "maxLength", "minItems", "maxItems", "minProperties",

@@ -22,7 +22,7 @@ from compoenv.world import World
 __all__ = [
     "Service", "State", "tool", "ToolError", "ToolSpec", "ToolMeta", "ToolResult",
     "ok", "error", "qualified_name", "split_qualified", "did_you_mean", "without_hints",
-    "check_service_name", "MAX_QUALIFIED_NAME",
+    "check_service_name", "check_qualified", "MAX_QUALIFIED_NAME",
 ]
 
 SEP = "__"
@@ -76,6 +76,18 @@ def split_qualified(name: str) -> tuple[str, str]:
     ``__`` is a bare tool name: ``("", name)``."""
     service, sep, tool_name = name.partition(SEP)
     return (service.replace("-", "."), tool_name) if sep else ("", name)
+
+
+def check_qualified(service: str, tool_name: str) -> str:
+    """The qualified name of a tool being defined, or TypeError naming the service and the
+    tool when it is over the limit of ``MAX_QUALIFIED_NAME`` characters."""
+    qualified = qualified_name(service, tool_name)
+    if len(qualified) > MAX_QUALIFIED_NAME:
+        raise TypeError(f"Tool {tool_name!r} of service {service!r}: its name as an agent "
+                        f"calls it, {qualified!r}, is {len(qualified)} characters, over the "
+                        f"limit of {MAX_QUALIFIED_NAME}; shorten the tool's or the service's "
+                        f"name")
+    return qualified
 
 
 def check_service_name(name: str, owner: str = "") -> str:
@@ -256,13 +268,7 @@ class ToolSpec:
     _qualified: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        qualified = qualified_name(self.service, self.name)
-        if len(qualified) > MAX_QUALIFIED_NAME:
-            raise TypeError(f"Tool {self.name!r} of service {self.service!r}: its name as an "
-                            f"agent calls it, {qualified!r}, is {len(qualified)} characters, "
-                            f"over the limit of {MAX_QUALIFIED_NAME}; shorten the tool's or "
-                            f"the service's name")
-        object.__setattr__(self, "_qualified", qualified)
+        object.__setattr__(self, "_qualified", check_qualified(self.service, self.name))
 
     @property
     def qualified_name(self) -> str:

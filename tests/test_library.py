@@ -45,9 +45,12 @@ OPEN_ISSUE = {"name": "open_issue", "description": "Open an issue in a repositor
               "read_only": False, "phrase": "open an issue titled {title}",
               "parameters": {"type": "object", "required": ["repo_id", "title"], "properties": {
                   "repo_id": {"type": "string", "x-key": "repo"}, "title": {"type": "string"}}},
-              "returns": {"type": "object", "properties": {"number": {"type": "integer"}}}}
+              "returns": {"$ref": "#/$defs/issue"}}
 REPOS = spec("github.repos", [LIST_REPOS], api="github", related=["github.issues"])
-ISSUES = spec("github.issues", [OPEN_ISSUE], api="github", related=["github.repos"])
+# a shared schema, and an entity given by its interface alone (expanded when loaded)
+ISSUES = spec("github.issues", [OPEN_ISSUE], api="github", related=["github.repos"], **{
+    "$defs": {"issue": {"type": "object", "properties": {
+        "number": {"type": "integer"}, "author": {"x-interface": "Contact"}}}}})
 # two implemented services of the built-in library, under dotted names of a library's own
 PEOPLE = '''"""Acme's address book and mail."""
 from envs_library.productivity.contacts import Contacts
@@ -123,6 +126,8 @@ def test_index_signatures_are_those_of_the_built_services(lib: Path) -> None:
     joins = {s.qualified_name: s for s in from_index.signatures()}
     assert joins["github-repos__list_repos"].outputs[0].interface == \
         joins["github-issues__open_issue"].inputs[0].interface  # resource ids of one api
+    assert {"Contact", "EmailAddress"} <= {
+        s.interface for s in joins["github-issues__open_issue"].outputs}
 
 
 def test_a_fresh_index_is_read_without_parsing_a_file(lib: Path, monkeypatch) -> None:
@@ -143,8 +148,8 @@ def test_a_stale_index_is_rebuilt_parsing_only_what_changed(lib: Path, monkeypat
     real = library_module._parse
     monkeypatch.setattr(library_module, "_parse",
                         lambda root, rel: parsed.append(rel) or real(root, rel))
-    (lib / "issues.json").write_text(json.dumps(spec("github.issues", [OPEN_ISSUE, {
-        **OPEN_ISSUE, "name": "close_issue", "description": "Close an issue."}], api="github")))
+    (lib / "issues.json").write_text(json.dumps({**ISSUES, "tools": [OPEN_ISSUE, {
+        **OPEN_ISSUE, "name": "close_issue", "description": "Close an issue."}]}))
     (lib / "github" / "repos.json").unlink()
     make_library(lib / "more", {"pulls.json": spec("github.pulls", [LIST_REPOS])}, {})
     opened = open_library(lib)
@@ -176,7 +181,7 @@ def test_a_corrupt_index_is_rebuilt(lib: Path, index: str, why: str) -> None:
 
 def test_a_file_that_changed_under_its_index_fails_naming_the_file(lib: Path) -> None:
     registry = Registry.from_paths(lib)
-    (lib / "issues.json").write_text(json.dumps(spec("gitlab.issues", [OPEN_ISSUE])))
+    (lib / "issues.json").write_text(json.dumps({**ISSUES, "name": "gitlab.issues"}))
     with pytest.raises(LibraryError, match=r"issues\.json: does not declare service "
                                            r"'github\.issues'.*compoenv library index"):
         registry.get("github.issues")
@@ -274,7 +279,7 @@ def test_a_class_clashing_with_a_library_service_is_an_error(lib: Path) -> None:
 def test_compoenv_library_adds_libraries_to_the_default_registry(lib: Path, tmp_path: Path,
                                                                   monkeypatch) -> None:
     builtin = set(Registry.default().names())
-    other = make_library(tmp_path / "other", {"x.json": spec("tracker", [OPEN_ISSUE])}, {})
+    other = make_library(tmp_path / "other", {"x.json": spec("tracker", [LIST_REPOS])}, {})
     monkeypatch.setenv(LIBRARY_ENV, os.pathsep.join([str(lib), str(other)]))
     registry = Registry.default()
     assert set(registry.names()) == builtin | set(NAMES) | {"tracker"}
@@ -310,6 +315,7 @@ def test_library_option_selects_libraries_for_one_command(lib: Path, tmp_path: P
     result = runner.invoke(main, ["graph", "--library", str(bad)])
     assert result.exit_code == 2 and "Invalid value for '--library'" in result.output
     assert "broken.json" in result.output and "Traceback" not in result.output
+    assert LIBRARY_ENV not in os.environ
 
 
 def test_library_index_command_writes_the_index(lib: Path) -> None:

@@ -37,6 +37,12 @@ CASES = [
     (False, [1, None]),
     ({"type": "boolean"}, [True, False, 0, 1]),
     ({"minProperties": 1, "maxProperties": 1}, [{}, {"a": 1}, {"a": 1, "b": 2}, "ab"]),
+    ({"const": False}, [False, 0, None, True]),
+    ({"const": None}, [None, False, 0, ""]),
+    ({"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+     [["a", "b"], ["a", "a"], [], ["a", 1], [{"x": 1}, {"x": 1}], "aa"]),
+    ({"uniqueItems": False}, [[1, 1], "x"]),
+    ({"propertyNames": {"pattern": "^[a-z]+$"}}, [{"ab": 1}, {"Ab": 1}, {}, ["Ab"]]),
 ]
 
 
@@ -54,6 +60,8 @@ def test_compiled_check_matches_jsonschema(schema, values):
     {"multipleOf": 2},
     {"not": {"type": "string"}},
     {"enum": [1, True]},
+    {"uniqueItems": True},
+    {"const": 1},
     {"type": "object", "patternProperties": {"^a": {}}, "additionalProperties": False},
     {"if": {"type": "string"}, "then": {"minLength": 2}},
     {"type": "decimal"},

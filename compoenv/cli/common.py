@@ -63,12 +63,12 @@ def _use_libraries(ctx: click.Context, param: click.Parameter,
 
     if not paths:
         return paths
-    ctx.with_resource(using_libraries(paths))
     try:
-        Registry.default()
+        Registry.default(paths)  # the registry the command will get, opened and kept
     except (LibraryError, SpecError, RegistryError) as exc:
         raise click.BadParameter(str(exc.args[0] if exc.args else exc),
                                  ctx, param) from None
+    ctx.with_resource(using_libraries(paths))  # undone when the command ends
     return paths
 
 

@@ -36,11 +36,13 @@ import jsonschema
 from pydantic import TypeAdapter
 
 from compoenv.interfaces import ENTITY_MODELS, SEMANTIC_TYPES
-from compoenv.schema import compact_schema, inline_refs, interface_slots, key_slots
-from compoenv.service import Service, ToolSpec
+from compoenv.schema import Slot, compact_schema, inline_refs, interface_slots, key_slots
+from compoenv.schema_check import compile_check
+from compoenv.service import Service, ToolSpec, check_qualified
+from compoenv.signature import ToolSignature
 
-__all__ = ["SpecError", "load_spec", "validate_spec", "spec_tools", "SPEC_SCHEMA",
-           "DEFAULT_MAX_LENGTH", "bounded_strings"]
+__all__ = ["SpecError", "load_spec", "validate_spec", "spec_tools", "spec_signatures",
+           "SPEC_SCHEMA", "DEFAULT_MAX_LENGTH", "bounded_strings"]
 
 DEFAULT_MAX_LENGTH = 2_000
 # where strings a value may hold are declared ("not" and "if" are left alone: a bound there
@@ -51,6 +53,8 @@ _SUBSCHEMAS = ("items", "additionalProperties", "contains", "then", "else", "pro
 SPEC_SCHEMA: dict[str, Any] = json.loads(
     (Path(__file__).with_name("spec.schema.json")).read_text(encoding="utf-8"))
 _META = jsonschema.Draft202012Validator(SPEC_SCHEMA)
+# a valid spec is recognised in microseconds; jsonschema says what is wrong with another one
+_META_CHECK = compile_check(SPEC_SCHEMA)
 
 
 class SpecError(ValueError):
@@ -101,7 +105,8 @@ def validate_spec(data: Any, origin: str = "<spec>", strict: bool = True) -> dic
         strict: Also check every tool's schemas against the JSON Schema meta-schema (slow:
             tens of milliseconds a tool; the library's own specs are checked in its tests).
     """
-    errors = sorted(_META.iter_errors(data), key=lambda e: list(e.absolute_path))
+    valid = _META_CHECK is not None and _META_CHECK(data)
+    errors = [] if valid else sorted(_META.iter_errors(data), key=lambda e: list(e.absolute_path))
     if errors:
         first = errors[0]
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
@@ -193,7 +198,7 @@ def bounded_strings(node: Any, limit: int = DEFAULT_MAX_LENGTH) -> Any:
 def spec_tools(spec: dict[str, Any]) -> dict[str, ToolSpec]:
     """ToolSpecs of a validated spec: shared ``$defs`` inlined to a bounded depth, simulated,
     validated with jsonschema, every parameter string bounded (``bounded_strings``)."""
-    out, defs, api = {}, spec.get("$defs", {}), spec.get("api")
+    out, defs = {}, spec.get("$defs", {})
     for tool in spec["tools"]:
         parameters = {"additionalProperties": False, **bounded_strings(compact_schema(
             inline_refs(tool["parameters"], defs)))}
@@ -203,11 +208,34 @@ def spec_tools(spec: dict[str, Any]) -> dict[str, ToolSpec]:
             read_only=tool["read_only"], simulated=True, parameters=parameters,
             returns=returns, phrase=tool.get("phrase"),
             validator=jsonschema.Draft202012Validator(parameters),
-            inputs=tuple(s for s in interface_slots(parameters) + key_slots(
-                parameters, spec["name"], api=api) if s.path),
-            outputs=tuple(interface_slots(returns) + key_slots(returns, spec["name"], api=api)),
+            **_slots(spec, parameters, returns),
         )
     return out
+
+
+def spec_signatures(spec: dict[str, Any]) -> list[ToolSignature]:
+    """The tools of a validated spec as the graph sees them (what a library index records):
+    the slots ``spec_tools`` finds, without validators or bounded copies of the schemas."""
+    out, defs = [], spec.get("$defs", {})
+    for tool in spec["tools"]:
+        parameters = compact_schema(inline_refs(tool["parameters"], defs))
+        returns = compact_schema(inline_refs(tool["returns"], defs))
+        slots = _slots(spec, parameters, returns)
+        out.append(ToolSignature(
+            spec["name"], tool["name"], check_qualified(spec["name"], tool["name"]),
+            tool["read_only"], True, tuple(parameters.get("required", ())), slots["inputs"],
+            slots["outputs"], returns.get("type") == "array"))
+    return out
+
+
+def _slots(spec: dict[str, Any], parameters: dict[str, Any],
+           returns: dict[str, Any]) -> dict[str, tuple[Slot, ...]]:
+    """The interface-tagged places of a tool's compact schemas (resource ids keyed by the
+    spec's api, its name by default)."""
+    name, api = spec["name"], spec.get("api")
+    return {"inputs": tuple(s for s in interface_slots(parameters)
+                            + key_slots(parameters, name, api=api) if s.path),
+            "outputs": tuple(interface_slots(returns) + key_slots(returns, name, api=api))}
 
 
 def service_from_spec(spec: dict[str, Any], base: type[Service]) -> type[Service]:
