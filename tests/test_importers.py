@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import string
 from pathlib import Path
 from typing import Any
@@ -15,8 +16,10 @@ from click.testing import CliRunner
 from compoenv.cli.importing import import_
 from compoenv.compose import Composer, ComposerConfig
 from compoenv.registry import Registry
+from compoenv.schema import inline_refs
 from compoenv.world import World
 from compoenv.worldmodel import SimulatedService, SpecError, service_from_spec, validate_spec
+from compoenv.importers import convert
 from compoenv.importers import (
     from_mcp, from_openapi, infer_interface, mcp_spec, openapi_spec, snake)
 
@@ -39,7 +42,8 @@ def helpdesk() -> dict[str, Any]:  # the MCP fixture: a ticketing system
 
 
 def tools(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {t["name"]: t for t in spec["tools"]}
+    """The spec's tools by name, shared schemas ($defs) inlined."""
+    return {t["name"]: inline_refs(t, spec.get("$defs", {})) for t in spec["tools"]}
 
 
 def interfaces(schema: dict[str, Any]) -> dict[str, str]:
@@ -83,7 +87,9 @@ def test_openapi_fixture_tools_flags_and_parameters(petstore):
     assert found["delete_pet"]["returns"] == {"type": "object"}  # 204: nothing to return
     pet = found["get_pet_by_id"]["parameters"]  # path parameter via $ref, and a header
     assert pet["additionalProperties"] is False and pet["required"] == ["pet_id"]
-    assert pet["properties"]["pet_id"]["type"] == "integer" and "x_request_id" in pet["properties"]
+    assert pet["properties"]["pet_id"] == {  # a path id: the key of a pet, to join lists of pets
+        "type": "integer", "minimum": 1, "description": "The pet's id.", "x-key": "pet"}
+    assert "x_request_id" not in pet["properties"]  # transport noise
     assert "authorization" not in found["delete_pet"]["parameters"]["properties"]
     add = found["add_pet"]["parameters"]  # requestBody via $ref; readOnly id left out
     assert list(add["properties"]) == ["name", "species", "breed", "birth_date", "owner_id",
@@ -154,11 +160,14 @@ def test_openapi_clashes_31_types_recursion_and_max_tools():
     assert props["price"] == {"type": "number", "minimum": 0, "x-interface": "Money",
                               "x-role": "price"}  # the role read from the name
     assert tool["parameters"]["required"] == ["id", "body_id", "body_note"]
-    assert spec["tools"][1]["returns"]["properties"]["kids"]["items"] == {"type": "object"}
-    assert warnings[0] == "5 operations; only the first 3 imported"
-    assert warnings[1] == ("$.paths['/nodes0'].get.responses.200.content['application/json']."
-                           "schema.properties.kids.items: recursive schema "
-                           "#/components/schemas/N cut to a plain object")
+    # a recursive schema stays shared, and is cut to a plain object where it recurs on loading
+    assert spec["tools"][1]["returns"]["properties"]["kids"]["items"] == {"$ref": "#/$defs/N"}
+    assert spec["$defs"] == {"N": {"type": "object", "properties": {"kids": {
+        "type": "array", "items": {"$ref": "#/$defs/N"}}}}}
+    returns = service_from_spec(spec, SimulatedService).tool_specs()["get_nodes0"].returns
+    kids = returns["properties"]["kids"]["items"]["properties"]["kids"]
+    assert kids == {"type": "array", "items": {"type": "object"}}
+    assert warnings == ["5 operations; only the first 3 imported"]
 
 
 def _mcp(tools_list: Any, origin: str) -> dict[str, Any]:
@@ -297,3 +306,57 @@ def test_cli_broken_documents_fail_with_file_and_path(tmp_path):
     (garbled := tmp_path / "garbled.json").write_text('{"openapi": "3.0.0",', encoding="utf-8")
     result = invoke("openapi", garbled)
     assert result.exit_code == 1 and f"{garbled}: invalid JSON at line 1" in result.stderr
+
+
+# --- failure classes of real documents, and world models for what they import ---------------
+
+HOTEL = FIXTURES / "importers" / "hotel_bookings_openapi.json"
+
+
+@pytest.fixture(scope="module")
+def hotel() -> tuple[dict[str, Any], list[str]]:
+    return openapi_spec(load(HOTEL), origin=HOTEL.name)
+
+
+def test_cycles_refs_into_lists_empty_alternatives_and_short_phrases_import(hotel):
+    spec, warnings = hotel
+    found = tools(spec)
+    category = spec["$defs"]["Category"]  # Category allOf Node, Node holds Categories
+    assert category["properties"]["children"]["items"] == {"$ref": "#/$defs/Category"}
+    assert found["latest_booking"]["returns"]["properties"]["id"]["x-key"] == "booking"
+    assert '"anyOf": []' not in json.dumps(spec) and '"oneOf"' not in json.dumps(spec)
+    assert found["list_hotel_guests"]["parameters"]["properties"]["city"]["x-interface"] == \
+        "City"  # a parameter by a pointer with a list index
+    assert "phrase" not in found["up"] and "up: phrase 'up' too short; no phrase written" in \
+        warnings  # a bad phrase is dropped, the document imports
+
+
+@pytest.mark.parametrize("ref, message", [
+    ("#/info/title", "cannot resolve $ref '#/info/title' (it points at a string)"),
+    ("#/paths/~1a/get/parameters/7", "cannot resolve $ref '#/paths/~1a/get/parameters/7'"),
+])
+def test_a_reference_to_no_schema_names_what_it_found(ref, message):
+    doc = _doc({"/a": {"get": {"parameters": [], "responses": {"200": {"content": {
+        "application/json": {"schema": {"$ref": ref}}}}}}}})
+    with pytest.raises(SpecError, match=re.escape(message)):
+        openapi_spec(doc, origin="doc.json")
+
+
+def test_shared_schemas_keep_a_spec_the_size_of_its_document():
+    levels = 16  # each level holds two of the next: inlined, 2**16 copies of the last
+    schemas = {f"L{i}": {"type": "object", "properties": {
+        "a": {"$ref": f"#/components/schemas/L{i + 1}"},
+        "b": {"$ref": f"#/components/schemas/L{i + 1}"}}} for i in range(levels)}
+    schemas[f"L{levels}"] = {"type": "object", "properties": {"email": {"type": "string"}}}
+    doc = _doc({"/tree": {"get": {"responses": {"200": {"content": {"application/json": {
+        "schema": {"$ref": "#/components/schemas/L0"}}}}}}}}, components={"schemas": schemas})
+    spec, _ = openapi_spec(doc)
+    assert len(json.dumps(spec)) < 4 * len(json.dumps(doc))
+    returns = service_from_spec(spec, SimulatedService).tool_specs()["get_tree"].returns
+    assert len(json.dumps(returns)) < 1_000_000  # inlined on loading, within a bound
+
+
+def test_a_document_past_the_size_bound_is_too_large(monkeypatch):
+    monkeypatch.setattr(convert, "MAX_NODES", 30)
+    with pytest.raises(SpecError, match="too large"):
+        openapi_spec(load(HOTEL), origin=HOTEL.name)

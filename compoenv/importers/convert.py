@@ -118,8 +118,8 @@ class Converter:
         self._count(where)
         node = _one_ref(node)
         ref = node.get("$ref") if isinstance(node, dict) else None
-        if self.share and not inline and isinstance(ref, str) and (self._uses[ref] > 1 or ref in stack) \
-                and set(node) <= _ANNOTATIONS:
+        if self.share and not inline and isinstance(ref, str) and set(node) <= _ANNOTATIONS \
+                and (self._uses[ref] > 1 or ref in stack):
             shared = self._shared(ref, where, name, hint, mode, stack)
             if shared is not None:
                 return {**shared, **({"description": node["description"]} if isinstance(
@@ -224,7 +224,7 @@ class Converter:
         if key not in self._names:
             base = re.sub(r"[^A-Za-z0-9_.-]", "_", unquote(ref.rsplit("/", 1)[-1]))[:80] or "def"
             label = base + ("" if mode == "out" else "_in") + (
-                "" if inner == own or not inner else f"_{inner}")
+                "" if inner == own or not inner else "_" + inner.replace(":", "_"))
             while label in self.defs:
                 label += "_"
             self._names[key], self.defs[label] = label, {"type": "object"}  # recursion lands here
@@ -247,6 +247,8 @@ class Converter:
         out.update({"required": required} if required else {})
         out.update({"additionalProperties": extra} if extra is False or extra else {})
         record = next((self.records[r] for r in refs if r in self.records), None)
+        owner = self.resources.owner([name]) if name else None  # "campaigns": [{"id": ...}]
+        record = record or ((owner, "id") if owner else None)
         if record and isinstance(out["properties"].get(record[1]), dict):
             _mark(out["properties"][record[1]], record[0])
 

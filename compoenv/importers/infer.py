@@ -11,14 +11,15 @@ from compoenv.importers.naming import snake
 from compoenv.roles import infer_role
 
 __all__ = ["infer_interface", "object_hint", "tag_field", "field_key", "is_noise",
-           "singular", "SKIP_HEADERS"]
+           "singular", "person_role", "SKIP_HEADERS"]
 
 SKIP_HEADERS = {"authorization", "accept", "content_type", "cookie", "user_agent", "api_key"}
 _PERSON = set("owner customer person user contact client patient vet employee member author "
               "assignee reporter requester passenger guest attendee agent staff doctor people "
               "recipient sender".split())
 _ORG = set("company organization organisation org vendor supplier employer merchant business "
-           "team".split())
+           "team hotel restaurant gym pharmacy bank airline clinic agency venue insurer "
+           "publisher advertiser".split())
 _RULES = [(interface, kind, set(words.split()), set(formats.split())) for interface, kind, words,
           formats in (  # interface, JSON type, words of the field's name, formats
     ("DateTime", "string", "datetime timestamp", "date-time google-datetime"),
@@ -26,7 +27,8 @@ _RULES = [(interface, kind, set(words.split()), set(formats.split())) for interf
     ("EmailAddress", "string", "email", "email"),
     ("Url", "string", "url uri website homepage link", "uri url uri-reference"),
     ("PhoneNumber", "string", "phone mobile telephone", ""),
-    ("Money", "number", "price amount cost total fee subtotal", ""),
+    ("Money", "number", "price amount cost total fee subtotal spend spending salary revenue "
+     "tax", ""),
     ("Quantity", "integer", "quantity qty", ""), ("CurrencyCode", "string", "currency", ""),
     ("OrganizationName", "string", "company organization organisation employer", ""),
     ("CountryCode", "string", "country", ""), ("PostalCode", "string", "zip postcode postal", ""),
@@ -38,6 +40,7 @@ _DESCRIBED = [(re.compile(p, re.I), interface) for p, interface in (
     (r"\bIATA\b.*\b(airport|location) code\b|\bairport code\b", "AirportCode"),
     (r"^(the |an? )?e-?mail address\b", "EmailAddress"))]
 _CODES = {"iata", "airport", "country", "currency", "postal", "zip", "phone", "telephone"}
+_NOT_MONEY = {"rate", "percent", "percentage", "ratio", "count", "code", "type", "id"}
 _NOT_COUNTRY = {"calling", "dialing", "dial", "phone"}  # a dialling prefix is no country
 _MOMENTS = {"created", "updated", "modified", "deleted", "published", "posted", "started",
             "ended", "expired", "completed", "submitted", "last", "start", "end", "expiry"}
@@ -82,12 +85,17 @@ def singular(words: str) -> str:
 
 
 def object_hint(names: list[str], keys: Any = ()) -> str:
-    """Whether an object is a "person", an "org" or neither (""), by its schema or property
+    """Whether an object is a "person" (``"person:<role>"`` when its name says which:
+    ``Customer`` -> ``person:customer``), an "org" or neither (""), by its schema or property
     name, or by its own keys (first + last name, email, phone)."""
     own, names = {snake(k, 200) for k in keys}, [n for n in names if n]
     person = {"first_name", "last_name"} <= own or own & {"email", "email_address", "phone"}
-    return "org" if any(_has(n, _ORG) for n in names) else "person" if person or any(
-        _has(n, _PERSON) for n in names) else ""
+    if any(_has(n, _ORG) for n in names):
+        return "org"
+    if not (person or any(_has(n, _PERSON) for n in names)):
+        return ""
+    role = person_role(names)
+    return f"person:{role}" if role else "person"
 
 
 def is_noise(name: str, place: str = "body", description: str = "",
@@ -107,8 +115,8 @@ def is_noise(name: str, place: str = "body", description: str = "",
         return True
     if place == "response":
         return key in ("next_link", "next_token", "next_page_token", "etag", "odata_next_link",
-                       "cursor", "next_cursor") or (key in _PAGING_FIELDS and bool(
-                           {snake(p, 200) for p in parents[-2:]} & _PAGING))
+                       "cursor", "next_cursor") or (key in _PAGING_FIELDS and (not parents or bool(
+                           {snake(p, 200) for p in parents[-2:]} & _PAGING)))
     if place == "path":
         return key in ("access_token", "api_key")
     return (key in _NOISE or key.startswith("x_") or (key == "key" and place == "query")
@@ -142,7 +150,8 @@ def infer_interface(name: str, kind: Any, fmt: Any = None, hint: str = "",
         return "DateTime"
     for interface, json_type, vocab, formats in _RULES:
         if kind == json_type and (fmt in formats or _has(words, vocab)):
-            if interface == "CountryCode" and set(words) & _NOT_COUNTRY:
+            if (interface == "CountryCode" and set(words) & _NOT_COUNTRY) or (
+                    interface == "Money" and set(words) & _NOT_MONEY):
                 return None
             return interface
     if kind == "string" and words[-1] != "name":
@@ -154,20 +163,29 @@ def infer_interface(name: str, kind: Any, fmt: Any = None, hint: str = "",
     if (head and _has(head[-1:], _ORG)) or (alone and hint == "org"):
         return "OrganizationName"
     people = _PERSON | {"full", "display"} if head else _PERSON - {"user", "agent"}
-    return "PersonName" if (head and _has(head[-1:], people)) or (alone and hint == "person") \
-        else None
+    return "PersonName" if (head and _has(head[-1:], people)) or (
+        alone and hint.startswith("person")) else None
+
+
+def person_role(names: list[str]) -> str | None:
+    """The role of the person an object is, by its schema or property names (a ``Customer``'s
+    name is a customer's name)."""
+    return next((role for n in names if n and (role := infer_role(
+        "PersonName", snake(n, 80).split("_")[-1] + "_name", None))), None)
 
 
 def tag_field(name: str, kind: Any, fmt: Any = None, hint: str = "", description: str = "",
               keys: Callable[[str], str | None] = field_key, place: str = "body",
-              parents: tuple[str, ...] = ()) -> dict[str, str]:
+              parents: tuple[str, ...] = (), who: str | None = None) -> dict[str, str]:
     """The tags of one converted field: ``x-key`` for a resource id, else ``x-interface`` and
-    ``x-role`` (a guess from the name's words); nothing for transport noise (``is_noise``)."""
+    ``x-role`` (a guess from the name's words, ``who`` the role of the person the field's
+    object is); nothing for transport noise (``is_noise``)."""
     if not name or is_noise(name, place, description, parents):
         return {}
     if kind in ("string", "integer") and (resource := keys(name)):
         return {"x-key": resource}
     interface = infer_interface(name, kind, fmt, hint, description)
-    role = infer_role(interface, snake(name, 200), None) if interface else None
+    who = who or hint.partition(":")[2] or None
+    role = infer_role(interface, snake(name, 200), who) if interface else None
     return {**({"x-interface": interface} if interface else {}),
             **({"x-role": role} if role else {})}

@@ -6,69 +6,74 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from compoenv.importers.convert import Converter
-from compoenv.importers.infer import SKIP_HEADERS, object_hint
+from compoenv.importers.convert import Converter, media
+from compoenv.importers.infer import is_noise, object_hint
+from compoenv.importers.resources import param_key, resource_of
 from compoenv.importers.naming import short_text, snake, unique
-from compoenv.importers.split import ApiName, Operation, group_operations
+from compoenv.importers.split import (TOOL_MAX, ApiName, NothingToImport, Operation,
+                                      group_operations)
 from compoenv.importers.tools import spec_tool
 from compoenv.worldmodel.spec import SPEC_SCHEMA, SpecError, validate_spec
 
-__all__ = ["openapi_spec", "openapi_services", "from_openapi", "TOOL_MAX"]
+__all__ = ["openapi_spec", "openapi_services", "from_openapi"]
 
-TOOL_MAX = 32  # characters of a tool name: "<service>__<tool>" fits OpenAI's 64
 _Op = tuple[str, str, dict[str, Any], dict[str, Any]]  # path, method, operation, path item
-
-
-def _media(content: Any) -> tuple[str | None, Any]:
-    """The JSON (or form) media type of a content map, and its schema."""
-    forms = ("*/*", "application/x-www-form-urlencoded", "multipart/form-data")
-    media = next((m for m in content or {} if "json" in m or m in forms), None)
-    return media, (content[media] or {}).get("schema") if media else None
 
 
 def _operation(conv: Converter, path: str, method: str, op: dict[str, Any],
                item: dict[str, Any], name: str) -> dict[str, Any]:
-    """The tool for one operation: parameters, flattened request body, 2xx JSON response."""
+    """The tool for one operation: parameters (transport noise left out, path ids keyed),
+    flattened request body, 2xx JSON response (its record's id keyed)."""
     where, warn = f"$.paths[{path!r}].{method}", conv.warnings.append
     hint = object_hint([name.split("_by_")[0].rsplit("_", 1)[-1]])  # create_owner: a person's name
     if op.get("callbacks"):
         warn(f"{where}: callbacks are not supported; skipped")
-    entries, declared = [], {}
-    for i, param in enumerate([*item.get("parameters", []), *op.get("parameters", [])]):
+    entries, declared, op_id = [], {}, str(op.get("operationId") or "")
+    for i, param in enumerate([*_list(item.get("parameters")), *_list(op.get("parameters"))]):
         param, _ = conv.deref(param, f"{where}.parameters[{i}]")
-        declared[(param.get("name"), param.get("in"))] = (i, param)  # the operation's win
+        if isinstance(param, dict) and isinstance(param.get("name"), str):
+            declared[(param["name"], param.get("in"))] = (i, param)  # the operation's win
     for (pname, place), (i, param) in declared.items():
-        raw = param.get("schema") or _media(param.get("content"))[1] or {"type": "string"}
+        raw = param.get("schema") or media(param.get("content"))[1] or {"type": "string"}
+        about = str(param.get("description") or "")
         if place not in ("path", "query", "header"):
             warn(f"{where}: {place} parameter {pname!r} skipped")
-        elif (place != "header" or snake(pname) not in SKIP_HEADERS) and (schema := conv.schema(
-                raw, f"{where}.parameters[{i}].schema", pname, hint, "in")) is not None:
-            schema.update({"description": param["description"]} if "description" not in schema
-                          and param.get("description") else {})
+        elif place != "path" and is_noise(pname, str(place), about):
+            continue  # transport (auth, signing, paging): nothing a user states
+        elif (schema := conv.schema(raw, f"{where}.parameters[{i}].schema", pname, hint,
+                                    "in")) is not None:
+            schema.update({"description": about} if "description" not in schema and about
+                          else {})
+            key = param_key(path, pname, str(place), op_id)
+            if key and schema.get("type") in ("string", "integer", None):
+                schema = {k: v for k, v in schema.items() if k not in ("x-interface", "x-role")}
+                schema["x-key"] = key
             entries.append((pname, schema, place == "path" or bool(param.get("required")), place))
     body, _ = conv.deref(op.get("requestBody") or {}, f"{where}.requestBody")
-    media, raw = _media(body.get("content"))
-    if body.get("content") and media is None:
+    kind, raw = media(body.get("content"))
+    if body.get("content") and kind is None:
         warn(f"{where}.requestBody: {', '.join(body['content'])} is not supported; skipped")
-    schema = conv.schema(raw or {}, f"{where}.requestBody.content[{media!r}].schema", "body",
-                         hint, "in") if media else None
+    schema = conv.schema(raw or {}, f"{where}.requestBody.content[{kind!r}].schema", "body",
+                         hint, "in", inline=True) if kind else None
     if schema and schema.get("type") == "object" and (schema["properties"] or
                                                       not schema.get("additionalProperties")):
         entries += [(k, v, bool(body.get("required")) and k in schema.get("required", ()), "body")
                     for k, v in schema["properties"].items()]
     elif schema:
         entries.append(("body", schema, bool(body.get("required")), "body"))
-    responses = {str(k): v for k, v in (op.get("responses") or {}).items()}
-    code = next((c for c in ("200", "201", *sorted(responses)) if c in responses and
-                 c.startswith("2")), None)
-    media, raw = _media(conv.deref(responses[code], f"{where}.responses.{code}")[0].get(
-        "content") if code else None)
-    returns = raw and conv.schema(raw, f"{where}.responses.{code}.content[{media!r}].schema",
-                                  "", hint)
+    code, kind, raw = conv.success(op, where)
+    returns = raw and conv.schema(raw, f"{where}.responses.{code}.content[{kind!r}].schema",
+                                  "", hint, inline=True)
+    if returns and (resource := resource_of(path, op_id)):
+        conv.key_record(returns, resource, resource in conv.resources.named)
     description = short_text(op.get("summary"), op.get("description"),
                              fallback=f"{method} {path}")
     return spec_tool(name, description, method in ("get", "head"), entries,
                      returns or {"type": "object"}, conv.warnings)
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _operations(doc: Any, origin: str) -> tuple[Converter, list[_Op]]:
@@ -79,13 +84,13 @@ def _operations(doc: Any, origin: str) -> tuple[Converter, list[_Op]]:
             else "no 'openapi' field"
         raise SpecError(f"{origin}: not an OpenAPI 3 document ({seen}); convert Swagger 2.0 "
                         f"documents to OpenAPI 3 first")
-    conv, operations = Converter(doc, origin, []), []
+    conv, operations = Converter.openapi(doc, origin), []
     for path, item in (doc.get("paths") or {}).items():
         item, _ = conv.deref(item, f"$.paths[{path!r}]")
         operations += [(path, m, item[m], item) for m in ("get", "put", "post", "delete",
                        "patch", "head", "options", "trace") if isinstance(item.get(m), dict)]
     if not operations:
-        raise SpecError(f"{origin}: $.paths: no operations to import")
+        raise NothingToImport(f"{origin}: $.paths: no operations to import")
     conv.warnings += ["webhooks are not supported; skipped"] if doc.get("webhooks") else []
     return conv, operations
 
@@ -126,8 +131,8 @@ def openapi_spec(document: Any, name: str | None = None, domain: str = "imported
     if max_tools is not None and len(operations) > max_tools:
         conv.warnings.append(f"{len(operations)} operations; only the first {max_tools} imported")
     title = str((document.get("info") or {}).get("title") or "imported api")
-    spec = _service(document, snake(name or title, 40, prefix="api"), domain,
-                    _tools(conv, operations[:max_tools]))
+    spec = conv.with_defs(_service(document, snake(name or title, 40, prefix="api"), domain,
+                                   _tools(conv, operations[:max_tools])))
     return validate_spec(spec, origin), conv.warnings
 
 
@@ -156,7 +161,8 @@ def openapi_services(document: Any, domain: str = "imported", origin: str = "<op
         chosen = [operations[i] for i in members]
         tag = str(chosen[0][2].get("tags", [""])[0] or "") if group else ""
         about = (f"{group.replace('_', ' ')} - {tags.get(tag) or ''}".strip(" -")) if group else ""
-        spec = _service(document, group or "api", domain, _tools(conv, chosen), about)
+        spec = conv.with_defs(_service(document, group or "api", domain, _tools(conv, chosen),
+                                       about))
         services.append((group, validate_spec(spec, origin)))
     return api, services, conv.warnings
 

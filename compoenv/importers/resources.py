@@ -16,7 +16,7 @@ from compoenv.importers.infer import field_key, singular
 from compoenv.importers.naming import snake
 
 __all__ = ["Resources", "resource_of", "path_key", "record_field", "find_record",
-           "is_record_path", "records_of"]
+           "is_record_path", "records_of", "param_key"]
 
 _VERBS = re.compile(r"^(get|describe|list|create|delete|update|put|batch_get|batch_delete|"
                     r"batch|start|stop|modify|remove|add|register|deregister|tag|untag|reset|"
@@ -26,6 +26,8 @@ _VERSION = re.compile(r"^(v\d+[a-z0-9.]*|\d[\d.-]*|api|rest|latest|beta|alpha)$"
 _BARE_IDS = {"id", "uuid", "guid", "key", "name", "slug", "sid", "arn", "identifier"}
 _NAMED = ("name", "names", "slug")  # a parameter that names, not numbers, its record
 _SUFFIXES = ("id", "ids", "uuid", "guid", "sid", "arn", "name", "slug", "identifier")
+_QUALIFIERS = {"short", "display", "full", "unique", "friendly", "first", "last", "nick",
+               "given", "family", "common", "canonical"}
 _LISTS = ("value", "items", "data", "results", "records", "entries", "list", "content")
 _NOUNS = {"owner": "owner", "user": "user", "username": "user", "bucket": "bucket",
           "org": "org", "team": "team", "project": "project", "workspace": "workspace",
@@ -67,6 +69,16 @@ def resource_of(path: str, operation_id: str = "") -> str | None:
     return _noun(literal[-1]) if literal else None
 
 
+def param_key(path: str, param: str, place: str, operation_id: str = "") -> str | None:
+    """The resource a parameter holds the id (or name) of: a path parameter by the path's
+    structure (``path_key``), a query's bare ``id`` by the collection the path addresses."""
+    if place == "path":
+        return path_key(path, param, operation_id)
+    if place == "query" and snake(param, 80) in ("id", "uuid", "guid"):
+        return resource_of(path, operation_id)
+    return None
+
+
 def path_key(path: str, param: str, operation_id: str = "") -> str | None:
     """The resource a path parameter holds the id (or name) of, by the path's structure."""
     segments, key = _segments(path), snake(param, 80)
@@ -83,6 +95,8 @@ def path_key(path: str, param: str, operation_id: str = "") -> str | None:
     words = key.split("_")
     if words[-1] in _SUFFIXES and len(words) > 1:
         stem = "_".join(words[:-1])
+        if stem in _QUALIFIERS:
+            return None  # a short name, a display name: of what, the path does not say
         collection = _noun(before[-1]) if before else ""
         if collection.replace("_", "") == stem.replace("_", ""):
             return stem
@@ -182,6 +196,13 @@ class Resources:
         words = thing.split("_")
         return next((noun for i in range(len(words)) if (noun := "_".join(words[i:]))
                      in self.collections), None)
+
+    def owner(self, parents: tuple[str, ...] | list[str]) -> str | None:
+        """The collection whose records sit under ``parents`` (``campaigns.*`` -> ``campaign``),
+        when the API has it: their ``id`` is that collection's key."""
+        names = [p for p in parents if p != "*"]
+        noun = singular(snake(names[-1], 80)) if names else ""
+        return noun if noun in self.collections else None
 
 
 def records_of(paths: Any, resources: Resources,

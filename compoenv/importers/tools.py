@@ -26,10 +26,12 @@ def spec_tool(name: str, description: str, read_only: bool,
     verb = (name.split("_by_")[0] if required else name).replace("_", " ")
     phrase = verb if not labels else f"{verb} for {labels[0]}" + ("" if len(labels) == 1 else (
         f" with {', '.join(labels[1:-1])}{' and ' if len(labels) > 2 else ''}{labels[-1]}"))
-    if len(phrase) > 200:
-        warnings.append(f"{name}: too many required parameters to phrase; no phrase written")
+    fits = 3 <= len(phrase) <= 200  # what a spec's phrase may be: a bad one is dropped
+    if not fits:
+        warnings.append(f"{name}: " + ("too many required parameters to phrase" if len(
+            phrase) > 200 else f"phrase {phrase!r} too short") + "; no phrase written")
     return {"name": name, "description": description, "read_only": read_only,
             "parameters": {"type": "object", "properties": props, "additionalProperties": False,
                            **({"required": required} if required else {})},
-            "returns": returns, **({"phrase": phrase} if len(phrase) <= 200 else {})}
+            "returns": returns, **({"phrase": phrase} if fits else {})}
 

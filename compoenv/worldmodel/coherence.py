@@ -480,12 +480,15 @@ def settle(record: dict[str, Any], plan: RecordPlan, aim: Targets, args: dict[st
         _same_day(record, plan, group, pinned)
     for low, high in plan.ordered:
         _order(record, plan, low, high, pinned, limits, rng)
+    caps: dict[str, float] = {}  # a total asked to stay under a bound (max_total)
     for key, arg, is_max in aim.bounds:
         if key not in fixed:
             _bound(record, plan, key, args.get(arg), is_max, rng)
+        if is_max and _number(args.get(arg)):
+            caps[key] = min(caps.get(key, math.inf), args[arg])
     for total in plan.totals:
         if total.field not in fixed:
-            _total(record, plan, total, fixed, rng)
+            _total(record, plan, total, fixed, rng, caps.get(total.field, math.inf))
     for pair in plan.net_gross:
         _net(record, plan, pair, fixed, rng)
 
@@ -680,9 +683,10 @@ def _base_amount(record: dict[str, Any], base: tuple[Any, ...]) -> float | None:
 
 
 def _total(record: dict[str, Any], plan: RecordPlan, total: Total, fixed: set[str],
-           rng: random.Random) -> None:
+           rng: random.Random, cap: float = math.inf) -> None:
     """The total is its base plus its parts (a tip or a tax in proportion to the base); a
-    base that would take the total over its maximum is halved, a few times at most."""
+    base that would take the total over its maximum (or the request's ``cap``) is cut, a few
+    times at most."""
     for _ in range(4):
         base = _base_amount(record, total.base)
         if base is None:
@@ -692,11 +696,13 @@ def _total(record: dict[str, Any], plan: RecordPlan, total: Total, fixed: set[st
             if share and part not in fixed and _number(record.get(part)):
                 _put(record, plan, part, round(base * rng.uniform(*share), 2))
         amount = base + sum(record[p] for p in total.parts if _number(record.get(p)))
-        if _put(record, plan, total.field, _scaled(amount, 1, plan.props[total.field])):
+        if amount <= cap and _put(record, plan, total.field, _scaled(
+                amount, 1, plan.props[total.field])):
             return
+        cut = 0.5 if amount <= cap else cap / amount * rng.uniform(0.6, 0.9)
         kind, base_field = total.base[0], total.base[1]
         if kind != "field" or base_field in fixed or not _number(record.get(base_field)) or \
-                not _put(record, plan, base_field, _scaled(record[base_field], 0.5,
+                not _put(record, plan, base_field, _scaled(record[base_field], cut,
                                                           plan.props[base_field])):
             return
 

@@ -299,6 +299,11 @@ class _Maker:
         if answer and "id" in plan.props and "id" not in args and isinstance(args.get(asked),
                                                                               str):
             args = {**args, "id": args[asked]}
+        if answer:  # an imported id (x-key): get_booking(booking_id=56) is booking 56
+            keyed = {p["x-key"]: a for a, p in self.params.items()
+                     if isinstance(p, dict) and "x-key" in p and a in args}
+            args = {**{k: args[keyed[b["x-key"]]] for k, _, _, b, _ in plan.fields
+                       if b.get("x-key") in keyed}, **args}
         carriers: Counter[Any] = Counter()
         if not args:
             return {}, carriers
