@@ -35,19 +35,22 @@ class Converter:
         origin: Where it came from, for messages.
         warnings: Where what was skipped is reported.
         share: Keep component schemas used more than once as ``$defs`` references.
+        resources: The API's collections (``compoenv.importers.resources``): a field named
+            after one (``repo_id``) holds its key; without them any ``<thing>_id`` does.
+
+    Attributes:
+        defs: The shared schemas converted so far, by name.
         records: Component refs whose records are a collection's, with the field that is the
-            record's key: ``{"#/components/schemas/Repo": ("repo", "id")}``
-            (``compoenv.importers.resources``).
-        keys: The resource a field's name says it holds the id of (``repo_id`` -> ``repo``).
+            record's key: ``{"#/components/schemas/Repo": ("repo", "id")}``.
     """
 
     def __init__(self, root: Any, origin: str, warnings: list[str], share: bool = False,
-                 records: dict[str, tuple[str, str]] | None = None,
-                 keys: Callable[[str], str | None] = field_key) -> None:
+                 resources: Resources | None = None) -> None:
         self.root, self.origin, self.warnings = root, origin, warnings
         self.defs: dict[str, dict[str, Any]] = {}
-        self.records, self.keys = records or {}, keys
-        self.resources = Resources()
+        self.records: dict[str, tuple[str, str]] = {}
+        self.resources = resources or Resources()
+        self.keys: Callable[[str], str | None] = resources.key if resources else field_key
         self._names: dict[tuple[str, str, str], str] = {}
         self.share, self._uses = share, _ref_counts(root) if share else Counter()
         self._nodes = 0
@@ -55,16 +58,16 @@ class Converter:
     @classmethod
     def openapi(cls, document: dict[str, Any], origin: str) -> Converter:
         """A converter for an OpenAPI document: components shared, resource ids keyed."""
-        resources = Resources.of(document.get("paths"))
-        conv = cls(document, origin, [], share=True, keys=resources.key)
-        conv.resources = resources
-        conv.records = records_of(document.get("paths"), resources, conv._resolve,
-                                  lambda op: conv.success(op, "")[2])
+        conv = cls(document, origin, [], share=True, resources=Resources.of(
+            document.get("paths")))
+        conv.records = records_of(document.get("paths"), conv.resources, conv._resolve,
+                                  lambda op: conv.success(op, "", lenient=True)[2])
         return conv
 
-    def success(self, op: dict[str, Any], where: str) -> tuple[str | None, str | None, Any]:
+    def success(self, op: dict[str, Any], where: str, lenient: bool = False,
+                ) -> tuple[str | None, str | None, Any]:
         """An operation's success response: its code (200, 201, else the first 2xx), JSON
-        media type and schema (unconverted)."""
+        media type and schema (unconverted); ``lenient``: no error for a broken reference."""
         responses = {str(k): v for k, v in (op.get("responses") or {}).items()} if isinstance(
             op.get("responses"), dict) else {}
         code = next((c for c in ("200", "201", *sorted(responses)) if c in responses and
@@ -74,7 +77,7 @@ class Converter:
         try:
             response = self.deref(responses[code], f"{where}.responses.{code}")[0]
         except SpecError:
-            if where:
+            if not lenient:
                 raise
             return code, None, None
         return (code, *media(response.get("content") if isinstance(response, dict) else None))
