@@ -79,7 +79,8 @@ def reason_kind(reason: str) -> str:
     text = re.sub(r"^[^:]*?\.(json|ya?ml): ", "", reason)
     text = re.sub(r"\$[^ ]*: ", "", text)
     text = re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", text)
-    return re.sub(r"\d+(\.\d+)?", "N", text)[:80]
+    text = re.sub(r"(line|column|after|than|max-bytes) \d+(\.\d+)?", r"\1 N", text)
+    return re.sub(r"\(\d+ bytes\)", "(N bytes)", text)[:80]
 
 
 def _digest(data: bytes) -> str:

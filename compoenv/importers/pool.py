@@ -4,6 +4,7 @@ worker over time is killed and replaced, so no item can stall or crash the run."
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -34,8 +35,13 @@ def one_line(exc: BaseException, limit: int = 300) -> str:
 def _serve(fn: Callable[[Any], Any], conn: Connection) -> None:
     """A worker: answer each item sent until the pipe closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the parent to handle
+    parent = os.getppid()
     while True:
         try:
+            if not conn.poll(1.0):
+                if os.getppid() != parent:  # orphaned: siblings hold the pipe open, no EOF
+                    return
+                continue
             item = conn.recv()
         except (EOFError, OSError):
             return

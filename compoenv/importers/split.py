@@ -21,7 +21,7 @@ __all__ = ["LIMIT", "SERVICE_MAX", "TOOL_MAX", "ApiName", "Operation", "group_op
 LIMIT = 50  # tools per service, at most
 SERVICE_MAX = 30  # characters of a service name, and of a tool name: "<service>__<tool>"
 TOOL_MAX = 32  # fits OpenAI's 64 characters
-SPLIT_API_MAX = 18  # a split API's namespace leaves room for ".<group>"
+SPLIT_API_MAX = 20  # a split API's namespace leaves room for ".<group>"
 _SMALL = 3  # prefix groups smaller than this gather in "other"
 _GENERIC = set("api apis rest restful openapi swagger client service services the a an of for "
                "documentation docs reference spec specification http https json web public "
