@@ -14,21 +14,27 @@ every other ``*.json`` file must be a valid spec.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import importlib.util
 import json
+import multiprocessing
 import os
 import re
 import sys
-from dataclasses import dataclass, field
+import threading
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
-from compoenv.service import Service
+from compoenv.service import Service, qualified_name
+from compoenv.signature import ToolSignature
 
 __all__ = ["INDEX_NAME", "Library", "LibraryError", "ServiceInfo", "open_library",
-           "write_index", "load_service", "services_in", "library_name"]
+           "write_index", "load_service", "services_in", "library_name", "collector_paused"]
 
 INDEX_NAME = "index.json"
 FORMAT = 1
@@ -54,7 +60,7 @@ class ServiceInfo:
         related: Services a request that uses it plausibly continues into.
         api: The API it was split from (resource ids join within one API), if any.
         file: Its file, relative to the library's folder (None for a class).
-        tools: Its tools' signatures, as ``ToolSignature.to_json`` writes them.
+        tools: Its tools' signatures (the index holds what ``ToolSignature.to_json`` writes).
     """
 
     name: str
@@ -65,29 +71,36 @@ class ServiceInfo:
     related: tuple[str, ...] = ()
     api: str | None = None
     file: str | None = None
-    tools: tuple[dict[str, Any], ...] = field(default=(), repr=False)
+    tools: tuple[ToolSignature, ...] = field(default=(), repr=False)
 
     @classmethod
     def of(cls, service: type[Service], kind: str = "class",
            file: str | None = None) -> ServiceInfo:
         """The info of a service class (its tools parsed)."""
-        from compoenv.signature import ToolSignature
-
         return cls(service.name, kind, service.domain, service.description(),
                    service.version, tuple(service.related), getattr(service, "api", None),
-                   file, tuple(ToolSignature.of(s).to_json()
-                               for s in service.tool_specs().values()))
+                   file, tuple(ToolSignature.of(s) for s in service.tool_specs().values()))
+
+    def renamed(self, name: str, related: tuple[str, ...]) -> ServiceInfo:
+        """The same service under another name (its tools' qualified names follow)."""
+        tools = self.tools if name == self.name else tuple(
+            replace(t, service=name, qualified_name=qualified_name(name, t.name))
+            for t in self.tools)
+        return replace(self, name=name, related=related, tools=tools)
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "file": self.file, "kind": self.kind, "domain": self.domain,
                 "description": self.description, "version": self.version,
-                "related": list(self.related), "api": self.api, "tools": list(self.tools)}
+                "related": list(self.related), "api": self.api,
+                "tools": [t.to_json() for t in self.tools]}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ServiceInfo:
-        return cls(data["name"], data["kind"], data["domain"], data["description"],
-                   data["version"], tuple(data["related"]), data.get("api"), data["file"],
-                   tuple(data["tools"]))
+        name = data["name"]
+        return cls(name, data["kind"], data["domain"], data["description"], data["version"],
+                   tuple(data["related"]), data.get("api"), data["file"],
+                   tuple(ToolSignature.from_json(name, t, qualified_name(name, t["name"]))
+                         for t in data["tools"]))
 
 
 @dataclass(frozen=True)
@@ -227,9 +240,27 @@ def _scan(root: Path) -> _Files:
 _Index = tuple[_Files, tuple[ServiceInfo, ...]]
 
 
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """No garbage collection inside: reading an index of 50,000 tools makes millions of
+    objects, none of them garbage, and the collector would walk them again and again
+    (about two thirds of the time)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def _read_index(root: Path) -> tuple[_Index | None, str | None]:
     """The index (files, services), or None and why it cannot be used."""
-    path = root / INDEX_NAME
+    with collector_paused():
+        return _parse_index(root / INDEX_NAME)
+
+
+def _parse_index(path: Path) -> tuple[_Index | None, str | None]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -271,10 +302,36 @@ def _build(root: Path, files: _Files, old: _Index | None) -> tuple[ServiceInfo, 
         unchanged = {f for f in files if old[0].get(f) == files[f]}
     else:
         unchanged = set()
-    services: list[ServiceInfo] = []
-    for rel in files:
-        services += kept.get(rel, []) if rel in unchanged else _parse(root, rel)
-    return tuple(services)
+    with collector_paused():
+        parsed = _parse_all(root, [rel for rel in files if rel not in unchanged])
+    return tuple(info for rel in files
+                 for info in (kept.get(rel, []) if rel in unchanged else parsed[rel]))
+
+
+_PARALLEL = 64  # files to parse from which worker processes share the work
+_CHUNK = 16     # files a worker parses per task
+
+
+def _parse_all(root: Path, rels: list[str]) -> dict[str, list[ServiceInfo]]:
+    """The services of each file, parsed by worker processes when there are many (a corpus
+    of 2,000 specs), here otherwise."""
+    cpus = os.cpu_count() or 1
+    # forked, never spawned: a spawned worker runs the caller's script again. A fork copies
+    # only this thread (so no other may run), macOS frameworks are not fork-safe, and a
+    # daemon process may not start any.
+    if (len(rels) < _PARALLEL or cpus < 2 or sys.platform == "darwin"
+            or "fork" not in multiprocessing.get_all_start_methods()
+            or threading.active_count() > 1 or multiprocessing.current_process().daemon):
+        return {rel: _parse(root, rel) for rel in rels}
+    chunks = [rels[i:i + _CHUNK] for i in range(0, len(rels), _CHUNK)]
+    with ProcessPoolExecutor(min(cpus, len(chunks)),
+                             mp_context=multiprocessing.get_context("fork")) as pool:
+        return {rel: infos for part in pool.map(_parse_chunk, [root] * len(chunks), chunks)
+                for rel, infos in part}
+
+
+def _parse_chunk(root: Path, rels: list[str]) -> list[tuple[str, list[ServiceInfo]]]:
+    return [(rel, _parse(root, rel)) for rel in rels]
 
 
 def _parse(root: Path, rel: str) -> list[ServiceInfo]:
@@ -286,7 +343,7 @@ def _parse(root: Path, rel: str) -> list[ServiceInfo]:
 
     spec = load_spec(path, strict=False)
     try:
-        tools = tuple(s.to_json() for s in spec_signatures(spec))
+        tools = tuple(spec_signatures(spec))
     except TypeError as exc:  # a name the SDK cannot offer (too long for an agent)
         raise SpecError(f"{path}: {exc}") from None
     return [ServiceInfo(spec["name"], "spec", spec["domain"], spec["description"],

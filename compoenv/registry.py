@@ -8,7 +8,7 @@ import pkgutil
 import threading
 import types
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from itertools import count
 from pathlib import Path
@@ -16,7 +16,7 @@ from typing import Any, Iterable, Iterator, TypeVar
 
 from compoenv.library import Library, ServiceInfo, load_service, open_library, services_in
 from compoenv.service import (
-    MAX_QUALIFIED_NAME, SEP, Service, ToolSpec, did_you_mean, qualified_name, split_qualified,
+    MAX_QUALIFIED_NAME, SEP, Service, ToolSpec, did_you_mean, split_qualified,
 )
 from compoenv.signature import ToolSignature
 
@@ -124,26 +124,26 @@ class Registry:
         """
         library = open_library(path)
         own: dict[str, str] = {}  # this library's names -> the registry's names for them
+        added: list[tuple[str, ServiceInfo]] = []
+        pending: set[str] = set()
         for info in library.services:
             name = info.name
-            if name in self._infos:
-                name = self._free_name(info, library)
+            if name in self._infos or name in pending:
+                name = self._free_name(info, library, pending)
                 self.renamed[name] = Renamed(name, info.name, str(library.root / str(info.file)))
             own.setdefault(info.name, name)
-            self._infos[name] = replace(info, name=name)
+            added.append((name, info))
+            pending.add(name)
+        for name, info in added:
             self._files[name] = (library.root, info)
-        for name in own.values():
-            related = self._infos[name].related
-            if any(own.get(r, r) != r for r in related):
-                self._infos[name] = replace(self._infos[name],
-                                            related=tuple(own.get(r, r) for r in related))
+            self._infos[name] = info.renamed(name, tuple(own.get(r, r) for r in info.related))
         self._recipe = None  # no longer what its sources give
         return library
 
-    def _free_name(self, info: ServiceInfo, library: Library) -> str:
+    def _free_name(self, info: ServiceInfo, library: Library, pending: set[str]) -> str:
         """``<library>.<name>``, else ``<library>_2.<name>``, ..., cut short where a tool's
         qualified name would pass the length limit."""
-        longest = max((len(t["name"]) for t in info.tools), default=0)
+        longest = max((len(t.name) for t in info.tools), default=0)
         room = MAX_QUALIFIED_NAME - len(SEP) - longest
         for n in count(1):
             space = library.name if n == 1 else f"{library.name}_{n}"
@@ -154,7 +154,7 @@ class Registry:
                     f"limit of its tool names (its longest tool name has {longest}); rename "
                     f"the service or shorten its tool names")
             name = f"{space}.{info.name}"[:room].rstrip("._")
-            if name not in self._infos:
+            if name not in self._infos and name not in pending:
                 return name
         raise AssertionError("unreachable")
 
@@ -214,17 +214,12 @@ class Registry:
         from library indexes: no service is built."""
         out: list[ToolSignature] = []
         for name in self.names() if names is None else names:
-            found = self._signatures.get(name)
+            found = self._infos[name].tools if name in self._files else self._signatures.get(name)
             if found is None:
-                found = self._signatures[name] = self._signatures_of(name)
+                found = self._signatures[name] = tuple(
+                    ToolSignature.of(s) for s in self.get(name).tool_specs().values())
             out.extend(found)
         return out
-
-    def _signatures_of(self, name: str) -> tuple[ToolSignature, ...]:
-        if name in self._classes or name not in self._files:
-            return tuple(ToolSignature.of(s) for s in self.get(name).tool_specs().values())
-        return tuple(ToolSignature.from_json(name, t, qualified_name(name, t["name"]))
-                     for t in self._infos[name].tools)
 
     def domains(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}

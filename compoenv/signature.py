@@ -69,4 +69,13 @@ def _slot_json(slot: Slot) -> list[Any]:
 
 def _slot(data: list[Any]) -> Slot:
     interface, path, required, kind, role = data
-    return Slot(interface, tuple(path), bool(required), kind, role)
+    key = (interface, tuple(path), bool(required), kind, role)
+    slot = _SLOTS.get(key)
+    if slot is None:
+        slot = _SLOTS[key] = Slot(*key)
+    return slot
+
+
+# one Slot object per distinct slot: 50,000 tools of a library index have some 250,000 slots
+# but only a few thousand distinct ones (frozen, so they may be shared)
+_SLOTS: dict[tuple[Any, ...], Slot] = {}

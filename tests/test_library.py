@@ -158,7 +158,7 @@ def test_a_stale_index_is_rebuilt_parsing_only_what_changed(lib: Path, monkeypat
     assert sorted(s.name for s in opened.services) == [
         "acme.contacts", "acme.mail", "github.issues", "github.pulls"]
     assert open_library(lib).rebuilt is None  # the rebuilt index was written
-    assert [t["name"] for t in Registry.from_paths(lib).info("github.issues").tools] == [
+    assert [t.name for t in Registry.from_paths(lib).info("github.issues").tools] == [
         "open_issue", "close_issue"]
 
 

@@ -218,8 +218,10 @@ def spec_signatures(spec: dict[str, Any]) -> list[ToolSignature]:
     the slots ``spec_tools`` finds, without validators or bounded copies of the schemas."""
     out, defs = [], spec.get("$defs", {})
     for tool in spec["tools"]:
-        parameters = compact_schema(inline_refs(tool["parameters"], defs))
-        returns = compact_schema(inline_refs(tool["returns"], defs))
+        # without $defs a valid spec has no $ref to inline: the copy is skipped
+        parameters = compact_schema(inline_refs(tool["parameters"], defs) if defs
+                                    else tool["parameters"])
+        returns = compact_schema(inline_refs(tool["returns"], defs) if defs else tool["returns"])
         slots = _slots(spec, parameters, returns)
         out.append(ToolSignature(
             spec["name"], tool["name"], check_qualified(spec["name"], tool["name"]),
