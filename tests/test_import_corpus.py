@@ -8,6 +8,7 @@ import multiprocessing
 import os
 import re
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -250,6 +251,7 @@ def test_mcp_tools_list_files_and_live_servers_import(tmp_path):
     assert "imported 5 tools" in result.output and "team_calendar" in result.output
     live = load_spec(tmp_path / "team_calendar" / "team_calendar.json")
     assert live["tools"] == from_file["tools"]  # every page of tools/list
+    assert {"calendar_tools", "team_calendar"} <= set(Registry.from_paths(tmp_path).names())
     result = cli("mcp", "--command", f"{sys.executable} {MCP / 'calendar_server.py'}",
                  "--name", "calendar")  # one spec to stdout
     assert result.exit_code == 0 and json.loads(result.stdout)["tools"] == from_file["tools"]
@@ -316,3 +318,41 @@ def test_operations_group_by_tag_else_by_path_prefix_none_lost():
 def test_api_namespaces_are_readable(name, split, first):
     candidates = namespaces(name, split)
     assert next(candidates) == first
+
+
+def test_workers_end_when_the_import_is_killed(tmp_path):
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    script = f"""
+import os, time
+from pathlib import Path
+from compoenv.importers.corpus import import_corpus
+
+def stuck(path):
+    (Path({str(pids)!r}) / str(os.getpid())).touch()
+    time.sleep(120)
+
+import_corpus([Path({str(OPENAPI)!r})], Path({str(tmp_path / 'lib')!r}), stuck, workers=2,
+              timeout=120)
+"""
+    parent = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        deadline = time.monotonic() + 30
+        while len(list(pids.iterdir())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        workers = [int(p.name) for p in pids.iterdir()]
+        assert len(workers) == 2
+    finally:
+        parent.kill()
+        parent.wait()
+    deadline = time.monotonic() + 10
+    while any(_running(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_running(pid) for pid in workers)
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False

@@ -25,7 +25,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from compoenv.importers import mcp_spec, openapi_spec
-from compoenv.importers.corpus import MAX_BYTES, REPORT, Library, Summary, import_corpus
+from compoenv.importers.corpus import (
+    MAX_BYTES, REPORT, Library, Summary, import_corpus, write_library_index)
 from compoenv.importers.document import (
     convert_mcp, convert_openapi, mcp_converted, openapi_document, read_document)
 from compoenv.importers.mcp_live import list_tools
@@ -210,3 +211,5 @@ def _live(command: str, name: str | None, domain: str, output: Path | None,
         library.close()
     click.echo(f"imported {record.tools} tools of {command!r} as {', '.join(record.services)} "
                f"in {output}")
+    if note := write_library_index(output):
+        click.echo(f"note: {note}")

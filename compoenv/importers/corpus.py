@@ -24,8 +24,8 @@ from compoenv.importers.naming import unique
 from compoenv.importers.pool import Outcome, one_line, run_bounded
 from compoenv.importers.split import SERVICE_MAX, NothingToImport, fit, namespaces
 
-__all__ = ["Record", "Summary", "Library", "import_corpus", "find_documents", "STATE", "REPORT",
-           "MAX_BYTES"]
+__all__ = ["Record", "Summary", "Library", "import_corpus", "find_documents",
+           "write_library_index", "STATE", "REPORT", "MAX_BYTES"]
 
 STATE, REPORT = "import-state.jsonl", "import-report.jsonl"
 MAX_BYTES = 50_000_000
@@ -263,7 +263,7 @@ def import_corpus(paths: Sequence[Path], folder: Path, convert: Convert = conver
                 upto += 1
     finally:
         library.close()
-    library.summary.index_error = _write_index(folder)
+    library.summary.index_error = write_library_index(folder)
     return library.summary
 
 
@@ -284,7 +284,7 @@ def _finish(library: Library, path: Path, digest: str, outcome: Outcome) -> Reco
         return Record(str(path), "failed", f"cannot write its services: {exc}")
 
 
-def _write_index(folder: Path) -> str:
+def write_library_index(folder: Path) -> str:
     """Write the library index when ``compoenv.library`` can; why not, else ``""``."""
     try:
         from compoenv.library import write_index  # type: ignore[attr-defined]

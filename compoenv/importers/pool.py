@@ -32,9 +32,20 @@ def one_line(exc: BaseException, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _die_with_parent() -> None:
+    """On Linux, be killed when the parent dies, even in the middle of a conversion."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # elsewhere an orphan ends after its current item (the poll below)
+
+
 def _serve(fn: Callable[[Any], Any], conn: Connection) -> None:
     """A worker: answer each item sent until the pipe closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the parent to handle
+    _die_with_parent()
     parent = os.getppid()
     while True:
         try:
