@@ -179,6 +179,17 @@ def test_a_corrupt_index_is_rebuilt(lib: Path, index: str, why: str) -> None:
     assert open_library(lib).rebuilt is None
 
 
+def test_a_library_that_cannot_be_written_opens_from_an_index_built_in_memory(
+        lib: Path, monkeypatch) -> None:
+    def read_only(*args: Any) -> Any:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(library_module, "_write", read_only)
+    opened = open_library(lib)
+    assert opened.rebuilt == "missing; not written: Permission denied"
+    assert Registry.from_paths(lib).names() == NAMES and not (lib / INDEX_NAME).exists()
+
+
 def test_a_file_that_changed_under_its_index_fails_naming_the_file(lib: Path) -> None:
     registry = Registry.from_paths(lib)
     (lib / "issues.json").write_text(json.dumps({**ISSUES, "name": "gitlab.issues"}))
