@@ -29,6 +29,7 @@ _GENERIC = set("api apis rest restful openapi swagger client service services th
 _HOST_NOISE = set("www api apis developer developers dev app rest management gateway service "
                   "services platform portal".split())
 _SHORT = {"amazonaws": "aws", "googleapis": "google"}  # providers better known shorter
+_LINKS = {"with", "from", "to", "for", "by", "in", "on", "of", "and", "as", "at"}
 _TLD2 = {"co", "com", "gov", "org", "net", "ac", "edu", "ne", "or", "go", "gob", "nic"}
 
 
@@ -87,14 +88,22 @@ def _title(title: str) -> str:
     return "_".join(words)
 
 
+def _service_words(provider: str, service: str) -> str:
+    """A service name without what the provider already says or generic words
+    (``amadeus`` / ``amadeus-flight-search`` -> ``flight_search``), unless nothing is left."""
+    words = snake(service, 200).split("_") if service.strip("-_ ") else []
+    kept = [w for w in words if w not in _GENERIC and w not in provider.split("_")]
+    return "_".join(kept or words)
+
+
 def _base(name: ApiName, limit: int) -> str:
     """The most readable namespace of at most ``limit`` characters."""
     provider = host_label(name.provider)
     if provider:
-        head = fit(provider, min(12, limit)) if len(provider) > 12 else snake(
-            provider, min(12, limit), prefix="api")
-        room = limit - len(head) - 1
-        rest = fit(name.service, room) if name.service.strip("-_ ") and room >= 3 else ""
+        head = fit(provider, min(16, limit)) if len(provider) > 16 else snake(
+            provider, min(16, limit), prefix="api")
+        room, service = limit - len(head) - 1, _service_words(head, name.service)
+        rest = fit(service, room) if service and room >= 3 else ""
         return f"{head}.{rest}" if rest else head
     words = _title(name.title) or host_label(name.host) or "imported"
     return fit(snake(words, 200, prefix="api"), limit)
@@ -139,12 +148,18 @@ def _by_prefix(ops: list[Operation], members: list[int]) -> dict[str, list[int]]
 
 def _key(segment: str) -> str:
     """A group's name from a path segment; an RPC target (``#X-Amz-Target=Svc.ListSkills``)
-    names the object it acts on (``skill``)."""
+    names the object it acts on: the words after the verb, up to a preposition (``skill``,
+    ``internet_gateway`` from ``DescribeInternetGateways``)."""
     if "=" not in segment:
         return snake(segment.split(".")[-1], 20, prefix="g")
     words = snake(segment.split("=")[-1].split(".")[-1], 200, prefix="g").split("_")
-    word = words[1] if len(words) > 1 else words[0]
-    return word[:-1] if word.endswith("s") and len(word) > 3 else word
+    rest = words[1:] or words
+    cut = next((i for i, w in enumerate(rest) if w in _LINKS), len(rest))
+    words = rest[:max(cut, 1)][:2]
+    last = words[-1]
+    words[-1] = last[:-1] if last.endswith("s") and not last.endswith("ss") and len(
+        last) > 3 else last
+    return "_".join(words)
 
 
 def _by_tag(ops: list[Operation], members: list[int]) -> dict[str, list[int]] | None:
