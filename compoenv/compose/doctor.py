@@ -17,7 +17,7 @@ from compoenv.roles import kind_of_interface
 from compoenv.graph import Edge, ToolGraph
 from compoenv.interfaces import STATABLE
 from compoenv.registry import Registry
-from compoenv.service import Service, ToolSpec
+from compoenv.service import Service, ToolSpec, split_qualified
 from compoenv.session import Session
 from compoenv.world import World
 
@@ -361,7 +361,7 @@ def _compose(service: str, registry: Registry, tasks: int, seed: int,
     outcomes = islice(composer.outcomes(seed), 10 * tasks + 40)
     found = list(select(outcomes, tasks, reasons, rejections_by_tool=by_tool))
     mine = [(reason, tool, n, seeds) for counts, seeds in ((by_tool, True), (misses, False))
-            for (reason, tool), n in counts.items() if tool.partition("__")[0] == service]
+            for (reason, tool), n in counts.items() if split_qualified(tool)[0] == service]
     rejections = tuple(Rejection(r, t, n, s, *REASONS.get(r, REASONS["rejected"]))
                        for r, t, n, s in sorted(mine, key=lambda r: (-r[2], r[0], r[1])))
     examples = tuple(t.instruction for t in found[:3])

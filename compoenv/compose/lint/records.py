@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
+from compoenv.service import split_qualified
 from compoenv.task import Call, Task
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ class Example:
 
     def task(self) -> Task:
         """The example as a Task."""
-        names = list(self.services or dict.fromkeys(n.partition("__")[0] for n, _ in self.calls))
+        names = list(self.services or dict.fromkeys(split_qualified(n)[0] for n, _ in self.calls))
         return Task(id="example", instruction=self.instruction, services=names or ["weather"],
                     seed=self.seed, date="2026-03-16",
                     solution=[Call(name=n, arguments=dict(a)) for n, a in self.calls],
