@@ -10,8 +10,8 @@ from typing import Any, Callable, Iterator
 from compoenv._cache import ByIdentity
 from compoenv.schema_check import check_for
 
-__all__ = ["Slot", "compact_schema", "inline_refs", "interface_slots", "key_slots", "extract",
-           "brief", "validator_for", "is_valid", "REF_DEPTH", "INLINE_BUDGET"]
+__all__ = ["Slot", "compact_schema", "inline_refs", "ref_names", "interface_slots", "key_slots",
+           "extract", "brief", "validator_for", "is_valid", "REF_DEPTH", "INLINE_BUDGET"]
 
 _DROP = frozenset({"title"})
 _VALUES = frozenset({"default", "const", "enum", "examples"})
@@ -98,12 +98,36 @@ def inline_refs(schema: Any, defs: dict[str, Any], depth: int = REF_DEPTH,
                     or not isinstance(defs.get(name), dict)):
                 return {"type": "object", **{k: v for k, v in rest.items() if k in _PLAIN}}
             return walk({**defs[name], **rest}, (*seen, name))
-        return {k: v if k in _VALUES else walk(v, seen) for k, v in node.items()}
+        return {k: v if k in _VALUES else {name: walk(sub, seen) for name, sub in v.items()}
+                if k in _NAMED and isinstance(v, dict) else walk(v, seen)
+                for k, v in node.items()}
 
     return walk(schema, ())
 
 
 _PLAIN = frozenset({"description", "x-label"})  # what a cut reference keeps of its place
+_NAMED = frozenset({"properties", "patternProperties", "$defs"})  # maps of names to schemas
+
+
+def ref_names(schema: Any) -> set[str]:
+    """The ``$defs`` names a schema refers to (``#/$defs/<name>``; a ref elsewhere is kept
+    whole), looking into property maps but not into values (``enum``, ``default``)."""
+    found: set[str] = set()
+    todo = [schema]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, list):
+            todo.extend(node)
+        elif isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str):
+                found.add(ref.removeprefix("#/$defs/"))
+            for key, value in node.items():
+                if key in _NAMED and isinstance(value, dict):
+                    todo.extend(value.values())
+                elif key not in _VALUES:
+                    todo.append(value)
+    return found
 
 
 def _branches(node: dict[str, Any]) -> Iterator[dict[str, Any]]:

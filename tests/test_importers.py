@@ -360,3 +360,15 @@ def test_a_document_past_the_size_bound_is_too_large(monkeypatch):
     monkeypatch.setattr(convert, "MAX_NODES", 30)
     with pytest.raises(SpecError, match="too large"):
         openapi_spec(load(HOTEL), origin=HOTEL.name)
+
+
+def test_a_property_named_like_a_keyword_keeps_its_shared_schema():
+    shared = {"$ref": "#/components/schemas/Fee"}
+    doc = _doc({"/a": {"get": {"responses": {"200": {"content": {"application/json": {
+        "schema": {"type": "object", "properties": {"default": shared, "enum": shared}}}}}}}}},
+        components={"schemas": {"Fee": {"type": "object", "properties": {
+            "amount": {"type": "number"}}}}})
+    spec, _ = openapi_spec(doc)
+    assert set(spec["$defs"]) == {"Fee"}
+    returns = service_from_spec(spec, SimulatedService).tool_specs()["get_a"].returns
+    assert returns["properties"]["default"]["properties"]["amount"]["x-interface"] == "Money"

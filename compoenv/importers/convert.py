@@ -17,6 +17,7 @@ from urllib.parse import unquote
 
 from compoenv.importers.infer import field_key, object_hint, tag_field
 from compoenv.importers.resources import Resources, find_record, record_field, records_of
+from compoenv.schema import ref_names
 from compoenv.worldmodel.spec import SpecError
 
 __all__ = ["Converter", "MAX_NODES", "media"]
@@ -199,18 +200,13 @@ class Converter:
     def with_defs(self, spec: dict[str, Any]) -> dict[str, Any]:
         """``spec`` with the shared definitions its tools reach, as ``"$defs"``."""
         found: dict[str, Any] = {}
-        todo = [t[k] for t in spec["tools"] for k in ("parameters", "returns")]
+        todo = [name for t in spec["tools"] for k in ("parameters", "returns")
+                for name in ref_names(t[k])]
         while todo:
-            node = todo.pop()
-            if isinstance(node, list):
-                todo.extend(node)
-            elif isinstance(node, dict):
-                ref = node.get("$ref")
-                name = ref.removeprefix("#/$defs/") if isinstance(ref, str) else None
-                if name in self.defs and name not in found:
-                    found[name] = self.defs[name]
-                    todo.append(found[name])
-                todo.extend(v for k, v in node.items() if k not in ("enum", "default", "const"))
+            name = todo.pop()
+            if name in self.defs and name not in found:
+                found[name] = self.defs[name]
+                todo.extend(ref_names(found[name]))
         return {**spec, "$defs": dict(sorted(found.items()))} if found else spec
 
     def _shared(self, ref: str, where: str, name: str, hint: str, mode: str,

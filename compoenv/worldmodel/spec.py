@@ -36,7 +36,8 @@ import jsonschema
 from pydantic import TypeAdapter
 
 from compoenv.interfaces import ENTITY_MODELS, SEMANTIC_TYPES
-from compoenv.schema import Slot, compact_schema, inline_refs, interface_slots, key_slots
+from compoenv.schema import (
+    Slot, compact_schema, inline_refs, interface_slots, key_slots, ref_names)
 from compoenv.schema_check import compile_check
 from compoenv.service import Service, ToolSpec, check_qualified
 from compoenv.signature import ToolSignature
@@ -129,7 +130,7 @@ def validate_spec(data: Any, origin: str = "<spec>", strict: bool = True) -> dic
                 raise SpecError(f"{origin}: {_where(where + [key] + list(exc.absolute_path))}: "
                                 f"not a valid JSON schema: {exc.message}") from None
         for key in ("parameters", "returns"):
-            missing = sorted(_refs(tool[key]) - set(data.get("$defs", {})))
+            missing = sorted(ref_names(tool[key]) - set(data.get("$defs", {})))
             if missing:
                 raise SpecError(f"{origin}: {_where(where + [key])}: references {missing} "
                                 f"are not in $defs (write them as \"#/$defs/<name>\")")
@@ -139,18 +140,6 @@ def validate_spec(data: Any, origin: str = "<spec>", strict: bool = True) -> dic
                 raise SpecError(f"{origin}: {_where(where + ['phrase'])}: placeholders "
                                 f"{sorted(unknown)} are not parameters")
     return _expand(data, origin, [])
-
-
-def _refs(node: Any) -> set[str]:
-    """The ``$defs`` names a schema refers to (a ref elsewhere is kept whole, so it fails)."""
-    if isinstance(node, list):
-        return {r for item in node for r in _refs(item)}
-    if not isinstance(node, dict):
-        return set()
-    ref = node.get("$ref")
-    own = {ref.removeprefix("#/$defs/")} if isinstance(ref, str) else set()
-    return own.union(*(_refs(v) for k, v in node.items() if k not in ("enum", "const",
-                                                                       "default", "examples")))
 
 
 def _fields(phrase: str) -> set[str]:
