@@ -12,12 +12,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from itertools import chain, islice
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from itertools import chain, islice
 from pathlib import Path
-from typing import Any
 
 from compoenv.importers.document import Converted, convert_openapi
 from compoenv.importers.naming import unique
@@ -136,7 +135,7 @@ class Library:
                 if split else [api]
             if api not in self.apis and api not in self.services and not (
                     set(names) & self.services):
-                self.summary.renamed += n > 0 and api != keep
+                self.summary.renamed += int(n > 0 and api != keep)
                 return api, names
         raise ValueError(f"no free name for {converted.api}")
 
@@ -152,9 +151,10 @@ class Library:
         written = []
         for name, (_, spec) in zip(names, converted.services):
             near = siblings[max(0, names.index(name) - _RELATED // 2):][:_RELATED + 1]
-            out = {"name": name, **({"api": api, "related": [s for s in near if s != name][
-                :_RELATED]} if siblings else {}), **{k: v for k, v in spec.items() if k not in (
-                    "name", "api", "related")}}
+            family = {"api": api, "related": [s for s in near if s != name][:_RELATED]} \
+                if siblings else {}
+            body = {k: v for k, v in spec.items() if k not in ("name", "api", "related")}
+            out = {"name": name, **family, **body}
             path = self.folder / api.split(".")[0] / f"{name}.json"
             path.parent.mkdir(parents=True, exist_ok=True)
             text = json.dumps(out, indent=1, ensure_ascii=False) + "\n"
@@ -175,7 +175,6 @@ class Library:
         tools = sum(len(spec["tools"]) for _, spec in converted.services)
         return Record(shown or document, "imported", "", api, tuple(names), tools,
                       converted.warnings[:_WARNINGS], len(converted.warnings))
-
 
 
 def find_documents(paths: Sequence[Path], suffixes: tuple[str, ...] = (".json", ".yaml", ".yml"),
@@ -229,48 +228,52 @@ def import_corpus(paths: Sequence[Path], folder: Path, convert: Convert = conver
         The summary; the library's ``index.json`` is written when ``compoenv.library``
         provides ``write_index``.
     """
-    library = Library(folder)
     documents = find_documents(paths, skip=folder)
-    early: dict[int, Record] = {}
+    library = Library(folder)
+    early: dict[int, Record] = {}  # documents decided before conversion: skipped, unreadable
     jobs: list[tuple[int, Path]] = []
     digests: dict[int, str] = {}
     for i, path in enumerate(documents):
-        size = path.stat().st_size
+        try:
+            size = path.stat().st_size
+            data = path.read_bytes() if size <= max_bytes else b""
+        except OSError as exc:
+            early[i] = Record(str(path), "failed", f"{path}: cannot read: {exc.strerror}")
+            continue
+        digests[i] = _digest(data)
         if size > max_bytes:
             early[i] = Record(str(path), "skipped", f"larger than --max-bytes {max_bytes} "
                                                     f"({size} bytes)")
-            continue
-        digests[i] = _digest(path.read_bytes())
-        if library.finished(str(path.resolve()), digests[i]):
+        elif library.finished(str(path.resolve()), digests[i]):
             early[i] = Record(str(path), "skipped", "already imported (same content)")
         else:
             jobs.append((i, path))
     if on_start:
         on_start(len(documents))
     outcomes: dict[int, Outcome] = {}
-    upto = 0  # documents are written in order: names do not depend on which worker was first
+    upto = 0
+
+    def write_ready() -> None:
+        """Record documents in order, as far as they are decided: names then do not depend
+        on which worker finished first."""
+        nonlocal upto
+        while upto < len(documents) and (upto in early or upto in outcomes):
+            record = early.pop(upto, None) or _finish(
+                library, documents[upto], digests[upto], outcomes.pop(upto))
+            library.record(record)
+            if on_record:
+                on_record(record)
+            upto += 1
+
     try:
-        finished = run_bounded(_convert(convert), jobs, workers, timeout) if jobs else iter(())
-        for i, outcome in _then_none(finished):
-            if i >= 0:
-                outcomes[i] = outcome
-            while upto < len(documents) and (upto in early or upto in outcomes):
-                record = early.pop(upto, None) or _finish(
-                    library, documents[upto], digests[upto], outcomes.pop(upto))
-                library.record(record)
-                if on_record:
-                    on_record(record)
-                upto += 1
+        write_ready()
+        for i, outcome in run_bounded(_convert(convert), jobs, workers, timeout) if jobs else ():
+            outcomes[i] = outcome
+            write_ready()
     finally:
         library.close()
     library.summary.index_error = write_library_index(folder)
     return library.summary
-
-
-def _then_none(finished: Iterator[tuple[int, Outcome]]) -> Iterator[tuple[int, Outcome]]:
-    """A first ``(-1, _)`` (to write the skipped documents at the start), then ``finished``."""
-    yield -1, Outcome()
-    yield from finished
 
 
 def _finish(library: Library, path: Path, digest: str, outcome: Outcome) -> Record:
@@ -287,7 +290,7 @@ def _finish(library: Library, path: Path, digest: str, outcome: Outcome) -> Reco
 def write_library_index(folder: Path) -> str:
     """Write the library index when ``compoenv.library`` can; why not, else ``""``."""
     try:
-        from compoenv.library import write_index  # type: ignore[attr-defined]
+        from compoenv.library import write_index
     except ImportError:
         return "compoenv.library.write_index is not available"
     try:
