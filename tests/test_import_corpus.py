@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from compoenv.cli import main
 from compoenv.importers.corpus import REPORT, STATE, Record, import_corpus
 from compoenv.importers.document import Converted, convert_openapi
+from compoenv.importers.mcp import mcp_services
 from compoenv.importers.split import ApiName, Operation, group_operations, namespaces
 from compoenv.importers.swagger import swagger_to_openapi
 from compoenv.registry import Registry
@@ -356,3 +357,17 @@ def _running(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
     except (FileNotFoundError, IndexError):
         return False
+
+
+def test_a_large_mcp_server_is_split_by_the_object_its_tools_act_on():
+    kinds = "open closed urgent old new shared archived draft paid unpaid late vip".split()
+    tools = [{"name": f"{verb}_{kind}_{noun}s", "description": f"{verb} {kind} {noun}s.",
+              "inputSchema": {"type": "object", "properties": {}}}
+             for noun in ("ticket", "customer") for verb in ("get", "list", "close")
+             for kind in kinds]
+    api, services, _ = mcp_services({"tools": tools}, "helpdesk")
+    assert api.title == "helpdesk"
+    assert [(group, len(spec["tools"])) for group, spec in services] == [
+        ("customer", 36), ("ticket", 36)]
+    assert sorted(t["name"] for _, s in services for t in s["tools"]) == sorted(
+        t["name"] for t in tools)

@@ -78,7 +78,7 @@ def mcp_services(tools_list: Any, name: str, domain: str = "imported", origin: s
                                for w in words])
     services, warnings = [], []
     for group, members in groups:
-        spec, more = mcp_spec([items[i] for i in members] or items, group or name, domain, origin)
+        spec, more = mcp_spec([items[i] for i in members], group or name, domain, origin)
         services.append((group, spec))
         warnings += more
     return ApiName(title=name), services, warnings
