@@ -43,13 +43,13 @@ def load(path: Path = DATA) -> list[dict[str, Any]]:
 def predict(row: dict[str, Any]) -> dict[str, Any]:
     """The tags the importer gives the row's field: interface, role, key, noise."""
     found: dict[str, Any] = {"interface": None, "role": None, "key": None, "noise": False}
-    resources = Resources(frozenset(row["collections"]), frozenset(row["named"]))
+    resources = Resources(frozenset(row["collections"]), row["items"])
     name, place, kind = row["field"], row["location"], row["type"]
     about, op_id, parents = row["description"] or "", row["operation"], row["field_path"][:-1]
     if place in ("query", "header") and is_noise(name, place, about):
         return {**found, "noise": True}
-    if place in ("path", "query") and (key := param_key(row["path"], name, place, op_id)) \
-            and kind in ("string", "integer", None):
+    if place in ("path", "query") and kind in ("string", "integer", None) and (
+            key := param_key(row["path"], name, place, op_id, resources.collections)):
         return {**found, "key": key}
     if row.get("enum") and place in ("body", "response"):
         return found  # an enum is a choice among the API's own words
@@ -62,7 +62,7 @@ def predict(row: dict[str, Any]) -> dict[str, Any]:
                  key=tags.get("x-key"))
     resource = resource_of(row["path"], op_id) if place == "response" else None
     if resource and kind in ("string", "integer") and is_record_path(parents, resource) and (
-            record_field([name], resource, resource in resources.named) == name):
+            record_field([name], resource, resources.items.get(resource)) == name):
         found.update(interface=None, role=None, key=resource)
     elif name == "id" and kind in ("string", "integer") and (owner := resources.owner(parents)):
         found.update(interface=None, role=None, key=owner)

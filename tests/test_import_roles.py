@@ -15,7 +15,7 @@ from bench.joins import predict, score
 from compoenv.graph import ToolGraph
 from compoenv.importers import openapi_spec
 from compoenv.importers.infer import infer_interface, is_noise, tag_field
-from compoenv.importers.resources import Resources, path_key, resource_of
+from compoenv.importers.resources import Resources, path_key, record_field, resource_of
 from compoenv.schema import Slot, key_slots
 from compoenv.signature import ToolSignature
 from compoenv.worldmodel import SimulatedService, service_from_spec
@@ -46,10 +46,24 @@ def specs(spec: dict[str, Any]) -> dict[str, Any]:
     ("/v1/{name}", "name", "firebaseml.projects.models.delete", "model"),
     ("/v2/tier1/{shortName}/photos", "shortName", "", None),  # a short name: of what?
     ("/reports/{year}", "year", "", None),
+    ("/V1.0/ChecklistLibraries/{parentId}/ChecklistItems", "parentId", "", "checklist_library"),
 ])
 def test_a_path_parameter_holds_the_id_of_the_collection_before_it(path, param, operation,
                                                                    expected):
     assert path_key(path, param, operation) == expected
+
+
+def test_a_parameter_that_names_no_collection_of_the_api_picks_one_of_the_path():
+    assert path_key("/elements/{webId}", "webId", "", frozenset({"element"})) == "element"
+    assert path_key("/elements/{teamId}", "teamId", "", frozenset({"element", "team"})) == "team"
+    assert path_key("/activate/{sellerId}/{skuId}", "sellerId", "", frozenset({"activate"})) \
+        == "seller"  # not the last parameter: no record of /activate it picks
+
+
+def test_a_record_is_keyed_by_the_field_named_like_the_parameter_that_picks_it():
+    assert record_field(["WebId", "Id", "Name"], "element", "web_id") == "WebId"
+    assert record_field(["id", "name"], "repo", "repo") == "name"  # GitHub's {repo}: a name
+    assert record_field(["id", "name"], "pet", "pet_id") == "id"
 
 
 def test_an_operation_addresses_a_collection():
@@ -58,7 +72,7 @@ def test_an_operation_addresses_a_collection():
     assert resource_of("/#X-Amz-Target=IoTFleetWise.GetCampaign", "GetCampaign") == "campaign"
     assert resource_of("/v3/{parent}/instances:list") == "instance"
     found = Resources.of({"/teams": {"get": {}}, "/teams/{slug}": {"get": {}}})
-    assert found.collections == {"team"} and found.named == {"team"}  # addressed by name
+    assert found.collections == {"team"} and found.items == {"team": "slug"}  # by name
     assert found.key("home_team_id") == "team" and found.key("consent_id") is None
 
 
@@ -143,7 +157,7 @@ def test_joins_bench_scores_the_importer_against_labels():
     row = {"id": 0, "split": "dev", "api": "x", "method": "get", "path": "/repos/{repo_id}",
            "operation": "", "location": "path", "field": "repo_id", "field_path": ["repo_id"],
            "parent": "", "type": "string", "format": None, "enum": None, "description": "",
-           "collections": ["repo"], "named": [],
+           "collections": ["repo"], "items": {},
            "label": {"interface": None, "role": None, "key": "repo", "noise": False}}
     assert predict(row) == {"interface": None, "role": None, "key": "repo", "noise": False}
     wrong = {**row, "label": {**row["label"], "key": "issue"}}

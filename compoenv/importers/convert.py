@@ -183,7 +183,7 @@ class Converter:
                                  "body" if mode == "in" else "response", parents))
         return out
 
-    def key_record(self, returns: dict[str, Any], resource: str, named: bool) -> None:
+    def key_record(self, returns: dict[str, Any], resource: str) -> None:
         """Mark the key field of the record a converted response holds (inline records; shared
         ones were marked as their component was converted)."""
         def resolve(node: Any) -> tuple[Any, str | None]:
@@ -193,7 +193,8 @@ class Converter:
 
         found = find_record(returns, resolve, resource)
         if found is not None and found[1] is None:
-            key = record_field(list(found[0].get("properties") or {}), resource, named)
+            key = record_field(list(found[0].get("properties") or {}), resource,
+                               self.resources.items.get(resource))
             if key and isinstance(found[0]["properties"][key], dict):
                 _mark(found[0]["properties"][key], resource)
 

@@ -44,7 +44,7 @@ def _operation(conv: Converter, path: str, method: str, op: dict[str, Any],
                                     "in")) is not None:
             schema.update({"description": about} if "description" not in schema and about
                           else {})
-            key = param_key(path, pname, str(place), op_id)
+            key = param_key(path, pname, str(place), op_id, conv.resources.collections)
             if key and schema.get("type") in ("string", "integer", None):
                 schema = {k: v for k, v in schema.items() if k not in ("x-interface", "x-role")}
                 schema["x-key"] = key
@@ -65,7 +65,7 @@ def _operation(conv: Converter, path: str, method: str, op: dict[str, Any],
     returns = raw and conv.schema(raw, f"{where}.responses.{code}.content[{kind!r}].schema",
                                   "", hint, inline=True)
     if returns and (resource := resource_of(path, op_id)):
-        conv.key_record(returns, resource, resource in conv.resources.named)
+        conv.key_record(returns, resource)
     description = short_text(op.get("summary"), op.get("description"),
                              fallback=f"{method} {path}")
     return spec_tool(name, description, method in ("get", "head"), entries,

@@ -28,6 +28,8 @@ _NAMED = ("name", "names", "slug")  # a parameter that names, not numbers, its r
 _SUFFIXES = ("id", "ids", "uuid", "guid", "sid", "arn", "name", "slug", "identifier")
 _QUALIFIERS = {"short", "display", "full", "unique", "friendly", "first", "last", "nick",
                "given", "family", "common", "canonical"}
+# a parameter that says only that it picks something: /ChecklistLibraries/{parentId}/Items
+_GENERIC = {"parent", "object", "entity", "resource", "item", "record", "node", "target"}
 _LISTS = ("value", "items", "data", "results", "records", "entries", "list", "content")
 _NOUNS = {"owner": "owner", "user": "user", "username": "user", "bucket": "bucket",
           "org": "org", "team": "team", "project": "project", "workspace": "workspace",
@@ -69,18 +71,22 @@ def resource_of(path: str, operation_id: str = "") -> str | None:
     return _noun(literal[-1]) if literal else None
 
 
-def param_key(path: str, param: str, place: str, operation_id: str = "") -> str | None:
+def param_key(path: str, param: str, place: str, operation_id: str = "",
+              collections: frozenset[str] = frozenset()) -> str | None:
     """The resource a parameter holds the id (or name) of: a path parameter by the path's
     structure (``path_key``), a query's bare ``id`` by the collection the path addresses."""
     if place == "path":
-        return path_key(path, param, operation_id)
+        return path_key(path, param, operation_id, collections)
     if place == "query" and snake(param, 80) in ("id", "uuid", "guid"):
         return resource_of(path, operation_id)
     return None
 
 
-def path_key(path: str, param: str, operation_id: str = "") -> str | None:
-    """The resource a path parameter holds the id (or name) of, by the path's structure."""
+def path_key(path: str, param: str, operation_id: str = "",
+             collections: frozenset[str] = frozenset()) -> str | None:
+    """The resource a path parameter holds the id (or name) of, by the path's structure: the
+    collection it follows, unless it names another of the API's ``collections``
+    (``/elements/{webId}`` is an element's, ``/users/{team_id}`` a team's)."""
     segments, key = _segments(path), snake(param, 80)
     here = segments.index("{" + param + "}") if "{" + param + "}" in segments else -1
     before = [s for s in segments[:max(here, 0)] if not s.startswith("{")
@@ -100,21 +106,26 @@ def path_key(path: str, param: str, operation_id: str = "") -> str | None:
         collection = _noun(before[-1]) if before else ""
         if collection.replace("_", "") == stem.replace("_", ""):
             return stem
-        if collection and collection.split("_")[-1] == stem.split("_")[-1]:
+        last = here == len(segments) - 1  # the parameter that picks one of a collection
+        if collection and (collection.split("_")[-1] == stem.split("_")[-1] or (prev and (
+                stem in _GENERIC or (last and collections and stem not in collections)))):
             return collection
         return stem
     nouns = {_noun(s) for s in before}
     return key if key in nouns else _NOUNS.get(key)
 
 
-def _named(path: str) -> bool:
-    """Whether a path ends in a parameter that names, not numbers, its record
-    (``{runbookName}``, ``{slug}``, GitHub's ``{repo}``)."""
+def _item(path: str) -> str | None:
+    """The parameter a path ends in (snake_case), the one that picks a record."""
     segments = _segments(path)
-    if not segments or not segments[-1].startswith("{"):
-        return False
-    last = snake(segments[-1].strip("{}"), 80)
-    return last.endswith(_NAMED) or not (last in _BARE_IDS or last.endswith(tuple(
+    return snake(segments[-1].strip("{}"), 80) if segments and segments[-1].startswith(
+        "{") else None
+
+
+def _named(item: str) -> bool:
+    """Whether a record's parameter names, not numbers, it (``run_book_name``, ``slug``,
+    GitHub's ``repo``)."""
+    return item.endswith(_NAMED) or not (item in _BARE_IDS or item.endswith(tuple(
         "_" + s for s in _SUFFIXES)))
 
 
@@ -126,12 +137,15 @@ def is_record_path(parents: list[str], resource: str) -> bool:
         len(names) == 2 and names[1] == "*" and names[0] in _LISTS + (resource + "s",))
 
 
-def record_field(keys: list[str], resource: str, named: bool) -> str | None:
-    """Which of a record's fields is its key: ``<resource>_id`` or ``id`` (``name`` first when
-    the collection's records are addressed by name)."""
+def record_field(keys: list[str], resource: str, item: str | None = None) -> str | None:
+    """Which of a record's fields is its key: the one named like the parameter that picks a
+    record (``item``: ``web_id`` -> ``WebId``), else ``<resource>_id`` or ``id`` (``name``
+    first when the collection's records are picked by name)."""
     by_snake = {snake(k, 80): k for k in keys}
+    named = item is not None and _named(item)
     order = [f"{resource}_name", "name", f"{resource}_id", "id"] if named else [
         f"{resource}_id", "id", "uuid", "sid", f"{resource}_arn", "arn"]
+    order = [item, *order] if item and item not in _BARE_IDS else order
     return next((by_snake[k] for k in order if k in by_snake), None)
 
 
@@ -168,24 +182,25 @@ class Resources:
 
     Attributes:
         collections: The resources its paths address (``repo``, ``issue``, ...).
-        named: Those whose records its paths address by name (``{repo}``, ``{runbookName}``).
+        items: For each collection, the parameter its paths pick one record by (snake_case:
+            ``repo_id``, GitHub's ``repo``).
     """
 
     collections: frozenset[str] = field(default_factory=frozenset)
-    named: frozenset[str] = field(default_factory=frozenset)
+    items: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(cls, paths: Any) -> Resources:
         """The collections of an OpenAPI ``paths`` map."""
-        found, named = set(), set()
+        found, items = set(), {}
         for path, item in (paths if isinstance(paths, dict) else {}).items():
             for op in item.values() if isinstance(item, dict) else ():
                 resource = resource_of(path, str(op.get("operationId") or "")) if isinstance(
                     op, dict) else None
                 found.add(resource)
-                if resource and _named(path):
-                    named.add(resource)
-        return cls(frozenset(f for f in found if f), frozenset(named))
+                if resource and (param := _item(path)):
+                    items.setdefault(resource, param)
+        return cls(frozenset(f for f in found if f), items)
 
     def key(self, name: str) -> str | None:
         """The resource a field called ``name`` holds the id of, when the API has that
@@ -228,7 +243,7 @@ def records_of(paths: Any, resources: Resources,
             if record is None or record[1] is None:
                 continue
             key = record_field(list(record[0].get("properties") or {}), resource,
-                               resource in resources.named)
+                               resources.items.get(resource))
             if key and record[1] in found and found[record[1]] != (resource, key):
                 found[record[1]] = None
             elif key:
