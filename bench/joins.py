@@ -10,7 +10,8 @@ is one and its JSON type fits), its role (``compoenv.roles``), the resource whos
 (a collection's singular noun: ``resource_group``), and whether it is transport noise (auth,
 signing, tracing and content-negotiation headers, API keys and versions, paging tokens,
 cursors and links, response shaping). The first 240 rows (``dev``) guided the tuning; the last
-120 (``held_out``) were labelled with them but only measured.
+120 (``held_out``) were labelled with them but only measured. ``bench/data/sample_slots.py``
+draws the same rows again from the corpus.
 
 The importer's own functions tag each row as it would in an import (parameters: noise left
 out, path ids keyed by the path; fields: ``tag_field``; a response record's id keyed by its

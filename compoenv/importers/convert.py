@@ -20,7 +20,7 @@ from compoenv.importers.resources import Resources, find_record, record_field, r
 from compoenv.schema import ref_names
 from compoenv.worldmodel.spec import SpecError
 
-__all__ = ["Converter", "MAX_NODES", "media"]
+__all__ = ["Converter", "MAX_NODES", "media", "one_ref"]
 
 _KEEP = ("description", "enum", "const", "default", "minLength", "maxLength", "minItems",
          "maxItems", "uniqueItems", "minimum", "maximum", "minProperties", "maxProperties")
@@ -120,7 +120,7 @@ class Converter:
         """The converted schema, or None to leave the node out (``mode``: "in" or "out";
         ``inline``: convert the node itself even when it is a shared component)."""
         self._count(where)
-        node = _one_ref(node)
+        node = one_ref(node)
         ref = node.get("$ref") if isinstance(node, dict) else None
         if self.share and not inline and isinstance(ref, str) and set(node) <= _ANNOTATIONS \
                 and (self._uses[ref] > 1 or ref in stack):
@@ -316,7 +316,7 @@ def _kind(value: Any) -> str:
     return {list: "list", str: "string", bool: "boolean"}.get(type(value), type(value).__name__)
 
 
-def _one_ref(node: Any) -> Any:
+def one_ref(node: Any) -> Any:
     """``{"allOf": [{"$ref": R}, {"description": D}]}`` (a described reference, as AWS writes
     them) as ``{"$ref": R, "description": D}``, so it can stay shared; anything else as is."""
     parts = node.get("allOf") if isinstance(node, dict) else None
