@@ -146,18 +146,7 @@ def open_library(path: str | os.PathLike[str]) -> Library:
         return Library(root, library_name(root), tuple(_parse(root, path.name)))
     if not path.is_dir():
         raise LibraryError(f"{path}: no such library folder or file")
-    files = _scan(path)
-    old, problem = _read_index(path)
-    if old is not None and problem is None:
-        problem = _difference(old[0], files)
-        if problem is None:
-            return Library(path, library_name(path), old[1])
-    services = _build(path, files, old)
-    try:
-        _write(path, files, services)
-    except OSError as exc:  # a read-only library is still usable, only slower to open
-        problem = f"{problem}; not written: {exc.strerror or exc}"
-    return Library(path, library_name(path), services, problem)
+    return _open(path, must_write=False)
 
 
 def write_index(folder: str | os.PathLike[str]) -> Path:
@@ -167,15 +156,31 @@ def write_index(folder: str | os.PathLike[str]) -> Path:
     Raises:
         LibraryError: ``folder`` is not a folder.
         SpecError: a spec file of the library is not valid (the message names it).
+        OSError: the index cannot be written.
     """
     folder = Path(folder).expanduser()
     if not folder.is_dir():
         raise LibraryError(f"{folder}: not a folder; a library index lives in a folder")
+    _open(folder, must_write=True)
+    return folder / INDEX_NAME
+
+
+def _open(folder: Path, must_write: bool) -> Library:
+    """The library of ``folder`` from its index, brought up to date first if need be."""
     files = _scan(folder)
     old, problem = _read_index(folder)
-    if old is not None and problem is None and _difference(old[0], files) is None:
-        return folder / INDEX_NAME
-    return _write(folder, files, _build(folder, files, old))
+    if old is not None and problem is None:
+        problem = _difference(old[0], files)
+        if problem is None:
+            return Library(folder, library_name(folder), old[1])
+    services = _build(folder, files, old)
+    try:
+        _write(folder, files, services)
+    except OSError as exc:  # a read-only library is still usable, only slower to open
+        if must_write:
+            raise
+        problem = f"{problem}; not written: {exc.strerror or exc}"
+    return Library(folder, library_name(folder), services, problem)
 
 
 def load_service(root: Path, info: ServiceInfo, name: str | None = None,
