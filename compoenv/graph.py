@@ -31,7 +31,7 @@ WORDS = frozenset({"Text", "EmailSubject"})
 # edges kept for tools walks asked about; past this many the oldest tools' are dropped
 _CACHED_EDGES = 1_000_000
 # (service, service) answers of ``related`` kept; past this many they are asked again
-_CACHED_PAIRS = 2_000_000
+_CACHED_PAIRS = 250_000
 
 
 class Edge(NamedTuple):
@@ -331,19 +331,22 @@ class ToolGraph:
     def stats(self) -> dict[str, int]:
         """Counts of tools, edges, cross-service edges and start tools (edges counted from the
         index, without listing them)."""
-        edges = cross = 0
+        inner = cross = 0
+        # inputs of related other services in a bucket: the same for every tool of a service
+        reached: dict[tuple[str, str, Role], int] = {}
         for name, sig in self.signatures.items():
             for _, bucket in self._buckets_fed(sig):
-                for other, inputs in bucket.by_service.items():
-                    if not self.related(sig.service, other):
-                        continue
-                    if other != sig.service:
-                        cross += len(inputs)
-                        edges += len(inputs)
-                    else:
-                        edges += sum(c.tool != name for c in inputs)
-        return {"tools": len(self.signatures), "edges": edges, "cross_service_edges": cross,
-                "start_tools": len(self.start_tools())}
+                key = (sig.service, *bucket.key)
+                if key not in reached:
+                    reached[key] = sum(len(inputs) for other, inputs in bucket.by_service.items()
+                                       if other != sig.service and self.related(sig.service,
+                                                                                other))
+                cross += reached[key]
+                own = bucket.by_service.get(sig.service, ())
+                if own and self.related(sig.service, sig.service):
+                    inner += sum(c.tool != name for c in own)
+        return {"tools": len(self.signatures), "edges": inner + cross,
+                "cross_service_edges": cross, "start_tools": len(self.start_tools())}
 
 
 def _bucket(index: _Index, slot: Slot) -> _Bucket:

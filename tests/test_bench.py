@@ -59,3 +59,34 @@ def test_eval_bench_plays_every_episode_through_a_loopback_endpoint() -> None:
     assert result["pass_rate"] == 1.0 and result["most_requests_in_flight"] >= 2
     assert {"episodes_per_s", "requests_per_episode", "peak_rss_growth_mb",
             "soak_peak_rss_growth_mb"} <= set(result) and result["soak_episodes"] == 100
+
+
+def test_library_bench_loads_builds_and_composes_a_tiny_synthetic_corpus(tmp_path: Path) -> None:
+    out = tmp_path / "library.json"
+    proc = subprocess.run([sys.executable, "-m", "bench.library", "--services", "12",
+                           "--seeds", "6", "--out", str(out)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout)
+    assert json.loads(out.read_text()) == result
+    assert result["corpus"]["services"] == result["services"] == 12
+    assert result["tools"] == result["corpus"]["tools"] == 12 * 25
+    assert result["start_tools"] > 0 and result["edges_counted_not_built"] > 0
+    assert result["seeds"] == 6 and 0 < result["verified_tasks"] <= 6
+    assert set(result["meets"]) == set(result["targets"])
+    assert all(isinstance(ok, bool) for ok in result["meets"].values())
+
+
+def test_the_synthetic_corpus_is_the_same_for_a_seed_and_loads_as_specs(tmp_path: Path) -> None:
+    from bench.synthetic import write_corpus
+    from compoenv.worldmodel.spec import load_spec
+
+    counts = [write_corpus(tmp_path / name, 9, seed=3) for name in ("a", "b")]
+    files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*.json"))
+    assert counts[0] == counts[1] and len(files) == 9 and counts[0]["tools"] == 9 * 25
+    for rel in files:
+        assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes()
+        spec = load_spec(tmp_path / "a" / rel)
+        assert spec["api"] == rel.parts[0]  # services of one API share it, and name each other
+        assert set(spec.get("related", ())) == {p.stem for p in files
+                                                if p.parts[0] == rel.parts[0]} - {rel.stem}

@@ -140,13 +140,20 @@ class Composer:
                                  f"that the composer's services leave out")
         for name in self.config.require:
             self.registry.get(name)  # an unknown name fails here, with "did you mean"
-        self.graph = ToolGraph(self.registry.tools(names), self.registry.related,
+        # signatures come from library indexes: a service is built when a walk reaches it
+        self.graph = ToolGraph(self.registry.signatures(names), self.registry.related,
                                self.registry.spec)
         self.rejections: Counter[str] = Counter()
         self.rejections_by_tool: Counter[tuple[str, str]] = Counter()
         self.misses: Counter[tuple[str, str]] | None = None
         self.rewrite_stats = RewriteStats()
         self._client: Any = None
+
+    def load_services(self) -> None:
+        """Build every service the composer walks over now, not when a walk first reaches it
+        (a library's services are built on first use): a process that forks workers does it
+        once, before, so that they share the services instead of each building them."""
+        self.registry.tools(self.config.services or self.registry.names())
 
     def compose(self, seed: int) -> Task:
         """The task for ``seed``.

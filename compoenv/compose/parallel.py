@@ -63,11 +63,13 @@ def _make_composer(config: ComposerConfig | None,
 
 def worker_composer(config: ComposerConfig | None,
                     registry_factory: RegistryFactory | None = None) -> Composer:
-    """The Composer of a process that does nothing but compose: its registry and tool graph
-    (a few hundred thousand objects that live as long as the process) are frozen out of the
-    garbage collector's full passes (``gc.freeze``), which would otherwise walk them again and
-    again. ``settle`` does the same for what later chunks leave behind."""
+    """The Composer of a process that does nothing but compose: its services built, and they,
+    its registry and tool graph (a few hundred thousand objects that live as long as the
+    process) frozen out of the garbage collector's full passes (``gc.freeze``), which would
+    otherwise walk them again and again. ``settle`` does the same for what later chunks leave
+    behind."""
     composer = _make_composer(config, registry_factory)
+    composer.load_services()
     settle()
     return composer
 
