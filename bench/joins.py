@@ -80,15 +80,15 @@ def score(rows: list[dict[str, Any]]) -> dict[str, Any]:
         for kind in KINDS:
             assigned, wanted = bool(guess[kind]), bool(label[kind])
             right = assigned and guess[kind] == label[kind]
-            counts[kind].update(assigned=assigned, labelled=wanted, correct=right)
+            counts[kind].update(assigned=int(assigned), labelled=int(wanted), correct=int(right))
             if assigned and not right:
                 misses.append({"id": row["id"], "field": row["field"], kind: guess[kind],
                                "label": label[kind]})
         for interface in {guess["interface"], label["interface"]} - {None}:
             tally = by_interface.setdefault(interface, Counter())
-            tally.update(assigned=guess["interface"] == interface,
-                         labelled=label["interface"] == interface,
-                         correct=guess["interface"] == label["interface"] == interface)
+            tally.update(assigned=int(guess["interface"] == interface),
+                         labelled=int(label["interface"] == interface),
+                         correct=int(guess["interface"] == label["interface"] == interface))
     total = sum((counts[k] for k in KINDS), Counter())
     return {"rows": len(rows), **_rates(total),
             "per_kind": {k: _rates(counts[k]) for k in KINDS},
