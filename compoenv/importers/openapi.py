@@ -87,6 +87,9 @@ def _operations(doc: Any, origin: str) -> tuple[Converter, list[_Op]]:
     conv, operations = Converter.openapi(doc, origin), []
     for path, item in (doc.get("paths") or {}).items():
         item, _ = conv.deref(item, f"$.paths[{path!r}]")
+        if not isinstance(item, dict):  # an extension (x-...) or a malformed path item
+            conv.warnings.append(f"$.paths[{path!r}]: not a path item; skipped")
+            continue
         operations += [(path, m, item[m], item) for m in ("get", "put", "post", "delete",
                        "patch", "head", "options", "trace") if isinstance(item.get(m), dict)]
     if not operations:
