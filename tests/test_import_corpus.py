@@ -143,6 +143,8 @@ def test_swagger_and_yaml_documents_import(library):
     assert "file" not in hotel["upload_guest_document"]["parameters"]["properties"]
     library_api = {t["name"] for t in written["city_library"]["tools"]}
     assert library_api == {"search_books", "borrow_book", "return_book"}
+    assert report(library)["library_api.yaml"]["warnings"] == [
+        "$.paths['x-codegen-contextRoot']: not a path item; skipped"]
 
 
 def test_a_rerun_skips_finished_documents_and_a_changed_one_keeps_its_name(tmp_path):
