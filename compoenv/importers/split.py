@@ -90,10 +90,11 @@ def _title(title: str) -> str:
 
 def _service_words(provider: str, service: str) -> str:
     """A service name without what the provider already says or generic words
-    (``amadeus`` / ``amadeus-flight-search`` -> ``flight_search``), unless nothing is left."""
+    (``amadeus`` / ``amadeus-flight-search`` -> ``flight_search``; may leave nothing)."""
+    if re.fullmatch(r"[\w-]+(\.[\w-]+)*\.[a-z]{2,}", service.lower()):  # a host name
+        service = service.rsplit(".", 1)[0]  # api.github.com: github says it already
     words = snake(service, 200).split("_") if service.strip("-_ ") else []
-    kept = [w for w in words if w not in _GENERIC and w not in provider.split("_")]
-    return "_".join(kept or words)
+    return "_".join(w for w in words if w not in _GENERIC and w not in provider.split("_"))
 
 
 def _base(name: ApiName, limit: int) -> str:
