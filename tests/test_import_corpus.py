@@ -317,6 +317,8 @@ def test_operations_group_by_tag_else_by_path_prefix_none_lost():
     (ApiName("", "", "GitHub v3 REST API"), True, "github"),
     (ApiName("", "", "", "https://api.stripe.com/v1"), False, "stripe"),
     (ApiName("amazonaws.com", "alexaforbusiness"), True, "aws.alexaforbusiness"),
+    (ApiName("github.com", "api.github.com"), True, "github"),  # nothing the provider said
+    (ApiName("amadeus.com", "amadeus-flight-search"), False, "amadeus.flight_search"),
 ])
 def test_api_namespaces_are_readable(name, split, first):
     candidates = namespaces(name, split)
