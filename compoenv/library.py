@@ -53,7 +53,7 @@ class ServiceInfo:
     Attributes:
         name: The service's name as its file declares it.
         kind: ``spec`` (a spec file), ``python`` (a module of a library) or ``class`` (a
-            class registered in code).
+            Python class registered in code).
         domain: Its domain.
         description: One line on what it does.
         version: Its version (recorded in tasks).

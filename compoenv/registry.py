@@ -75,7 +75,8 @@ def _duplicate(new: type[Service], old: type[Service] | str) -> str:
 
 def _class_info(cls: type[Service]) -> ServiceInfo:
     """What the registry keeps of a class: its tools are read from the class when needed."""
-    return ServiceInfo(cls.name, "class", cls.domain, cls.description(), cls.version,
+    kind = "spec" if "_spec_tools" in cls.__dict__ else "class"  # envs_library/specs
+    return ServiceInfo(cls.name, kind, cls.domain, cls.description(), cls.version,
                        tuple(cls.related))
 
 

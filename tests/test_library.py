@@ -290,6 +290,8 @@ def test_a_class_clashing_with_a_library_service_is_an_error(lib: Path) -> None:
 def test_compoenv_library_adds_libraries_to_the_default_registry(lib: Path, tmp_path: Path,
                                                                   monkeypatch) -> None:
     builtin = set(Registry.default().names())
+    kinds = {n: Registry.default().info(n).kind for n in ("contacts", "ads_manager")}
+    assert kinds == {"contacts": "class", "ads_manager": "spec"}
     other = make_library(tmp_path / "other", {"x.json": spec("tracker", [LIST_REPOS])}, {})
     monkeypatch.setenv(LIBRARY_ENV, os.pathsep.join([str(lib), str(other)]))
     registry = Registry.default()
