@@ -28,7 +28,8 @@ __all__ = ["WORDS", "ToolGraph", "Edge"]
 # free text: a record's text may be read on (translated, looked up), not written on
 WORDS = frozenset({"Text", "EmailSubject"})
 
-# edges kept for tools walks asked about; past this many the oldest tools' are dropped
+# edges kept in per-tool views (a tool's out-edges, the ones a walk may take from it); past
+# this many, the views used least recently are dropped (and computed again when asked)
 _CACHED_EDGES = 1_000_000
 # (service, service) answers of ``related`` kept; past this many they are asked again
 _CACHED_PAIRS = 250_000
@@ -151,7 +152,7 @@ class ToolGraph:
                         _Slot(position, j, name, slot.path[0], sig.service))
         self._fits: dict[tuple[str, Role, bool], tuple[Role, ...]] = {}
         self._reach: dict[tuple[str, str, Role], bool] = {}
-        self._out: dict[str, list[Edge]] = {}
+        self._views: dict[Any, tuple[Any, int]] = {}  # per-tool views: (view, its edges)
         self._cached = 0
         self._starts: list[str] | None = None
         self._memo: dict[Any, Any] = {}
@@ -161,14 +162,8 @@ class ToolGraph:
     def out_edges(self, tool: str) -> list[Edge]:
         """Edges leaving ``tool``: by target (in tool order), then the target's input, then
         ``tool``'s output. Computed on first use and kept (the most recent ones)."""
-        edges = self._out.get(tool)
-        if edges is None:
-            edges = self._edges_from(tool) if tool in self.signatures else []
-            while self._out and self._cached + len(edges) > _CACHED_EDGES:
-                self._cached -= len(self._out.pop(next(iter(self._out))))
-            self._out[tool] = edges
-            self._cached += len(edges)
-        return edges
+        return self.memo(("out", tool), lambda: self._edges_from(tool)
+                         if tool in self.signatures else [], size=len)
 
     def in_edges(self, tool: str) -> list[Edge]:
         """Edges into ``tool``: by source (in tool order), then ``tool``'s input, then the
@@ -190,8 +185,8 @@ class ToolGraph:
 
     def has_out_edges(self, tool: str) -> bool:
         """Whether any edge leaves ``tool`` (without listing them)."""
-        if tool in self._out:
-            return bool(self._out[tool])
+        if ("out", tool) in self._views:
+            return bool(self._views[("out", tool)][0])
         sig = self.signatures.get(tool)
         if sig is None:
             return False
@@ -221,11 +216,31 @@ class ToolGraph:
                             if _statable(sig) and self.has_out_edges(name)]
         return self._starts
 
-    def memo(self, key: Any, compute: Callable[[], Any]) -> Any:
-        """``compute()`` once per key for this graph (derived views of its fixed tools)."""
-        if key not in self._memo:
-            self._memo[key] = compute()
-        return self._memo[key]
+    def memo(self, key: Any, compute: Callable[[], Any],
+             size: Callable[[Any], int] | None = None) -> Any:
+        """``compute()`` once per key for this graph (derived views of its fixed tools).
+
+        Args:
+            key: What the view is of.
+            compute: Computes the view.
+            size: For a view of one tool (its edges, say), how many edges it holds: such
+                views are kept up to a bound on their total, the least recently used dropped
+                first, so a walk over a large library holds the views of the tools it is
+                near, not of every tool it ever passed.
+        """
+        if size is None:
+            if key not in self._memo:
+                self._memo[key] = compute()
+            return self._memo[key]
+        kept = self._views.pop(key, None)
+        if kept is None:
+            view = compute()
+            kept = (view, size(view))
+            self._cached += kept[1]
+            while self._views and self._cached > _CACHED_EDGES:
+                self._cached -= self._views.pop(next(iter(self._views)))[1]
+        self._views[key] = kept  # the most recently used last
+        return kept[0]
 
     def _edges_from(self, tool: str) -> list[Edge]:
         sig = self.signatures[tool]
@@ -281,7 +296,7 @@ class ToolGraph:
     def all_edges(self) -> Iterator[Edge]:
         """Every edge, source by source (computed afresh: for export, never kept)."""
         for name in self.signatures:
-            yield from self._out.get(name) or self._edges_from(name)
+            yield from self._edges_from(name)
 
     @property
     def graph(self) -> nx.MultiDiGraph:

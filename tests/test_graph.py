@@ -120,7 +120,9 @@ def test_edges_are_kept_up_to_a_bound_and_computed_again_alike(monkeypatch):
     for _ in range(2):
         for name in small.specs:
             assert small.out_edges(name) == full.out_edges(name)
-            assert small._cached <= 50 or len(small._out) == 1
+            assert small._cached <= 50 or len(small._views) == 1
+    assert small.memo("a view", lambda: [1, 2], size=len) == [1, 2]
+    assert small.memo("a view", lambda: [], size=len) == [1, 2]  # kept while it is recent
 
 
 def test_a_graph_of_signatures_resolves_full_specs_on_first_use_only():

@@ -55,7 +55,7 @@ _LISTS: dict[str, bool] = {}
 def fan_edges(graph: Any, spec: ToolSpec) -> list[Edge]:
     """Edges from a list tool's items into writes that can run once per item: every personal
     value the write needs (a name, an email) must come from the item itself."""
-    return graph.memo(("fan", spec.qualified_name), lambda: _fan_edges(graph, spec))
+    return graph.memo(("fan", spec.qualified_name), lambda: _fan_edges(graph, spec), size=len)
 
 
 def _acts_on(interface: str) -> bool:

@@ -254,7 +254,7 @@ class Walker:
         values = {(v.slot.interface, as_list_path(v.slot.path)): v
                   for v in self.available if v.step == source}
         by_output = self.graph.memo(("feeds", spec.qualified_name, accept),
-                                    lambda: feeds(self.graph, spec, accept))
+                                    lambda: feeds(self.graph, spec, accept), size=_edges)
         used, allowed = self.used, self.allowed
         options: list[tuple[Edge, Value]] = []
         for key, value in values.items():
@@ -306,6 +306,10 @@ class Walker:
         if into and rest:
             weights = [w * 4.0 * rest / into if h == 0 else w for w, h in zip(weights, hops)]
         return weights
+
+
+def _edges(by_output: dict[Any, list[Edge]]) -> int:
+    return sum(map(len, by_output.values()))
 
 
 def _key(value: Any) -> str:
