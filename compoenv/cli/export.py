@@ -17,6 +17,7 @@ ask for (the records: ``compoenv.integrations.openrlhf_data``).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ import click
 from compoenv.cli.common import library_option, output_option, require
 from compoenv.env import MODES, CompoWorldEnv
 from compoenv.integrations.openrlhf_data import prompt_record, sft_record
-from compoenv.registry import Registry
+from compoenv.registry import LIBRARY_ENV, Registry
 from compoenv.task_check import load_checked
 
 __all__ = ["export"]
@@ -95,7 +96,10 @@ def openrlhf(tasks_path: Path, output: Path, tokenizer: str | None, mode: str) -
         click.echo(f"skipped unverified task {line}", err=True)
     keys = "--data.input_key prompt --data.label_key label" + (
         "" if tok else " --data.apply_chat_template")
-    click.echo(f"{count} prompts -> {output} (OpenRLHF: {keys}; COMPOENV_MODE={mode}; "
+    # the trainer's environments must hold the same libraries to play these tasks
+    libraries = os.environ.get(LIBRARY_ENV)
+    where = f"; {LIBRARY_ENV}={libraries}" if libraries else ""
+    click.echo(f"{count} prompts -> {output} (OpenRLHF: {keys}; COMPOENV_MODE={mode}{where}; "
                f"{len(unverified)} unverified tasks skipped)", err=True)
 
 
