@@ -11,9 +11,8 @@ from compoenv.importers.naming import snake
 from compoenv.roles import infer_role
 
 __all__ = ["infer_interface", "object_hint", "tag_field", "field_key", "is_noise",
-           "singular", "person_role", "SKIP_HEADERS"]
+           "singular", "person_role"]
 
-SKIP_HEADERS = {"authorization", "accept", "content_type", "cookie", "user_agent", "api_key"}
 _PERSON = set("owner customer person user contact client patient vet employee member author "
               "assignee reporter requester passenger guest attendee agent staff doctor people "
               "recipient sender".split())

@@ -47,7 +47,7 @@ def _noun(segment: str) -> str:
     return singular(snake(segment.split(".")[-1], 60))
 
 
-def _action(path: str, operation_id: str) -> str | None:
+def _action(path: str) -> str | None:
     """The record an RPC-style operation acts on: ``#X-Amz-Target=Svc.GetCampaign`` ->
     ``campaign``; None for a REST path."""
     match = re.search(r"#(?:X-Amz-Target=[^.]*\.|Action=)(\w+)", path)
@@ -62,7 +62,7 @@ def resource_of(path: str, operation_id: str = "") -> str | None:
     (``x.projects.models.delete`` -> ``model``), AWS's ``#X-Amz-Target=...GetCampaign`` ->
     ``campaign``."""
     if "#" in path:
-        return _action(path, operation_id)
+        return _action(path)
     literal = [s for s in _segments(path) if not s.startswith("{") and not _VERSION.match(s)
                and not s.lower().startswith(("microsoft.", "providers"))]
     parts = operation_id.split(".")
