@@ -10,6 +10,9 @@ consumer pairs. networkx is only for export and analysis (``graph``, ``to_json``
 
 from __future__ import annotations
 
+import heapq
+from itertools import chain
+from operator import itemgetter
 from typing import (
     Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Optional, Union,
 )
@@ -80,6 +83,8 @@ class _Bucket:
 
 
 _Index = dict[str, dict[Role, _Bucket]]
+_Candidate = tuple[int, int, int, _Slot]  # (target position, its input, the output), input
+_ORDER = itemgetter(0, 1, 2)  # edges by target, then its input, then the source's output
 
 
 class _Specs(Mapping[str, ToolSpec]):
@@ -242,28 +247,48 @@ class ToolGraph:
         self._views[key] = kept  # the most recently used last
         return kept[0]
 
+    def iter_out_edges(self, tool: str) -> Iterator[Edge]:
+        """The edges ``out_edges`` lists, in its order, computed one at a time: for a search
+        that stops at the first edge that fits ("can any of its items feed a write?")."""
+        kept = self._views.get(("out", tool))
+        sig = self.signatures.get(tool)
+        if kept is not None or sig is None:
+            yield from kept[0] if kept is not None else ()
+            return
+        for _, _, k, c in heapq.merge(*self._candidates(tool, sig), key=_ORDER):
+            yield Edge(tool, c.tool, sig.outputs[k].interface, sig.outputs[k].path, c.where,
+                       c.service, c.service != sig.service)
+
     def _edges_from(self, tool: str) -> list[Edge]:
         sig = self.signatures[tool]
-        found = []
-        for k, slot in enumerate(sig.outputs):
-            by_role = self._consumers.get(slot.interface)
-            if by_role is None:
-                continue
-            for role in self._roles_fed(slot.interface, slot.role):
-                found.extend((c.position, c.index, k, c) for c in by_role[role].slots
-                             if c.tool != tool and self.related(sig.service, c.service))
-        found.sort(key=lambda f: f[:3])
         outputs = sig.outputs
         return [Edge(tool, c.tool, outputs[k].interface, outputs[k].path, c.where, c.service,
-                     c.service != sig.service) for _, _, k, c in found]
+                     c.service != sig.service)
+                for _, _, k, c in sorted(chain(*self._candidates(tool, sig)), key=_ORDER)]
+
+    def _candidates(self, tool: str, sig: ToolSignature) -> list[Iterator[_Candidate]]:
+        """For each output of ``tool`` and each bucket of inputs it may fill, those inputs (of
+        other tools, in related services), in tool order."""
+        return [self._filled(tool, sig, k, bucket) for k, slot in enumerate(sig.outputs)
+                for bucket in self._buckets_of(slot)]
+
+    def _filled(self, tool: str, sig: ToolSignature, k: int,
+                bucket: _Bucket) -> Iterator[_Candidate]:
+        return ((c.position, c.index, k, c) for c in bucket.slots
+                if c.tool != tool and self.related(sig.service, c.service))
+
+    def _buckets_of(self, slot: Slot) -> list[_Bucket]:
+        """The buckets of inputs an output ``slot`` may fill."""
+        by_role = self._consumers.get(slot.interface)
+        if by_role is None:
+            return []
+        return [by_role[role] for role in self._roles_fed(slot.interface, slot.role)]
 
     def _buckets_fed(self, sig: ToolSignature) -> Iterator[tuple[Slot, _Bucket]]:
         """Each output of ``sig`` with each bucket of inputs it may fill."""
         for slot in sig.outputs:
-            by_role = self._consumers.get(slot.interface)
-            if by_role is not None:
-                for role in self._roles_fed(slot.interface, slot.role):
-                    yield slot, by_role[role]
+            for bucket in self._buckets_of(slot):
+                yield slot, bucket
 
     def _reaches(self, service: str, bucket: _Bucket) -> bool:
         """Whether an input in ``bucket`` of another service related to ``service`` exists

@@ -71,33 +71,45 @@ def _fan_edges(graph: Any, spec: ToolSpec) -> list[Edge]:
     """Writes that make sense once per item: they act on the item itself or on its person
     (email each attendee, pay each invoice), never on an attribute (log a workout on each pay
     stub's date)."""
-    item = {s.interface for s in spec.outputs if s.path[:1] == ("*",) and len(s.path) == 2}
-    edges = []
-    for edge in graph.out_edges(spec.qualified_name):
-        target = graph.specs[edge.target]
-        if (edge.path[:1] != ("*",) or "*" in edge.path[1:] or target.read_only
-                or not _acts_on(edge.interface)):
-            continue
-        needs = {s.interface for s in target.inputs
-                 if s.required and len(s.path) == 1 and s.path[0] != edge.param}
-        props = target.parameters.get("properties", {})
-        # every other required value must come from the item or be statable once for all
-        stated = [p for p in target.parameters.get("required", ())
-                  if p != edge.param and props.get(p, {}).get("x-interface") not in item]
-        # an id the user holds (the account to pay from) is stated from the service's records
-        if not (needs & _PERSONAL) - item and all(
-                can_state(p, props.get(p, {}), _WORLD, target.service)
-                or (not target.simulated and str(props.get(p, {}).get("x-interface", ""))
-                    .endswith("Id")) for p in stated):
-            edges.append(edge)
-    return edges
+    item = _item_interfaces(spec)
+    return [e for e in graph.out_edges(spec.qualified_name) if _fans(graph, e, item)]
+
+
+def _item_interfaces(spec: ToolSpec) -> set[str]:
+    return {s.interface for s in spec.outputs if s.path[:1] == ("*",) and len(s.path) == 2}
+
+
+def _fans(graph: Any, edge: Edge, item: set[str]) -> bool:
+    """Whether ``edge`` leads from a list's items (of ``item`` interfaces) into a write that
+    can run once per item."""
+    if (edge.path[:1] != ("*",) or "*" in edge.path[1:] or not _acts_on(edge.interface)
+            or graph.signatures[edge.target].read_only):
+        return False
+    target = graph.specs[edge.target]
+    needs = {s.interface for s in target.inputs
+             if s.required and len(s.path) == 1 and s.path[0] != edge.param}
+    props = target.parameters.get("properties", {})
+    # every other required value must come from the item or be statable once for all
+    stated = [p for p in target.parameters.get("required", ())
+              if p != edge.param and props.get(p, {}).get("x-interface") not in item]
+    # an id the user holds (the account to pay from) is stated from the service's records
+    return not (needs & _PERSONAL) - item and all(
+        can_state(p, props.get(p, {}), _WORLD, target.service)
+        or (not target.simulated and str(props.get(p, {}).get("x-interface", ""))
+            .endswith("Id")) for p in stated)
 
 
 def fans_out(graph: Any) -> Callable[[ToolSpec], bool]:
     """A filter for list tools whose items can each feed some write (fan-out starts)."""
-    # one function object per graph: walks memoize their start tools by filter
+    # one function object per graph: walks memoize their start tools by filter; a tool's
+    # edges are searched only up to the first that fans out (a large library has thousands)
     return graph.memo("fans_out", lambda: lambda spec: returns_list(spec)
-                      and bool(fan_edges(graph, spec)))
+                      and _can_fan(graph, spec))
+
+
+def _can_fan(graph: Any, spec: ToolSpec) -> bool:
+    item = _item_interfaces(spec)
+    return any(_fans(graph, e, item) for e in graph.iter_out_edges(spec.qualified_name))
 
 
 def _item_fields(spec: ToolSpec, kinds: frozenset[str]) -> list[Slot]:
