@@ -11,7 +11,6 @@ consumer pairs. networkx is only for export and analysis (``graph``, ``to_json``
 from __future__ import annotations
 
 import heapq
-from itertools import chain
 from operator import itemgetter
 from typing import (
     Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Optional, Union,
@@ -144,7 +143,8 @@ class ToolGraph:
                 given[tool.qualified_name] = tool
         self.specs: Mapping[str, ToolSpec] = _Specs(self.signatures, given, resolve)
         self._related = related
-        self._near: dict[tuple[str, str], bool] = {}
+        self._near: dict[str, dict[str, bool]] = {}  # service -> service -> related
+        self._pairs = 0
         self._consumers: _Index = {}  # required inputs an output may fill
         self._producers: _Index = {}  # outputs, for edges into a tool
         for position, (name, sig) in enumerate(self.signatures.items()):
@@ -205,13 +205,22 @@ class ToolGraph:
 
     def related(self, a: str, b: str) -> bool:
         """Whether the graph joins service ``a`` to service ``b`` (``related``, remembered)."""
-        if self._related is None:
-            return True
-        near = self._near.get((a, b))
-        if near is None:
-            if len(self._near) >= _CACHED_PAIRS:
+        near = self._near_of(a)
+        fits = near.get(b)
+        if fits is None:
+            if self._pairs >= _CACHED_PAIRS:
                 self._near.clear()
-            near = self._near[(a, b)] = self._related(a, b)
+                self._pairs = 0
+                near = self._near_of(a)
+            fits = near[b] = self._related is None or self._related(a, b)
+            self._pairs += 1
+        return fits
+
+    def _near_of(self, service: str) -> dict[str, bool]:
+        """What ``related`` answered so far for pairs from ``service``."""
+        near = self._near.get(service)
+        if near is None:
+            near = self._near[service] = {}
         return near
 
     def start_tools(self) -> list[str]:
@@ -261,10 +270,24 @@ class ToolGraph:
 
     def _edges_from(self, tool: str) -> list[Edge]:
         sig = self.signatures[tool]
+        found: list[_Candidate] = []
+        near = self._near_of(sig.service)
+        for k, slot in enumerate(sig.outputs):
+            for bucket in self._buckets_of(slot):
+                # ``related`` once per service, not per input: hubs have thousands of inputs
+                for other, inputs in bucket.by_service.items():
+                    fits = near.get(other)
+                    if fits is None:
+                        fits = self.related(sig.service, other)
+                    if fits and other != sig.service:
+                        found.extend([(c.position, c.index, k, c) for c in inputs])
+                    elif fits:
+                        found.extend([(c.position, c.index, k, c) for c in inputs
+                                      if c.tool != tool])
+        found.sort(key=_ORDER)
         outputs = sig.outputs
         return [Edge(tool, c.tool, outputs[k].interface, outputs[k].path, c.where, c.service,
-                     c.service != sig.service)
-                for _, _, k, c in sorted(chain(*self._candidates(tool, sig)), key=_ORDER)]
+                     c.service != sig.service) for _, _, k, c in found]
 
     def _candidates(self, tool: str, sig: ToolSignature) -> list[Iterator[_Candidate]]:
         """For each output of ``tool`` and each bucket of inputs it may fill, those inputs (of

@@ -72,9 +72,14 @@ def feeds(graph: ToolGraph, spec: ToolSpec, accept: Callable[[ToolSpec], bool] |
     """``spec``'s out-edges into tools ``accept`` takes, by the output they read, minus
     repeated lookups."""
     by_output: dict[tuple[str, tuple[str, ...]], _Edges] = {}
+    takes: dict[str, bool] = {}  # by target: a hub's edges reach each target several times
     for edge in graph.out_edges(spec.qualified_name):
-        target = graph.specs[edge.target]
-        if not _looks_up_again(spec, target) and (accept is None or accept(target)):
+        take = takes.get(edge.target)
+        if take is None:
+            target = graph.specs[edge.target]
+            take = takes[edge.target] = not _looks_up_again(spec, target) and (
+                accept is None or accept(target))
+        if take:
             by_output.setdefault((edge.interface, edge.path), _Edges()).append(edge)
     for edges in by_output.values():
         edges.targets = frozenset(e.target for e in edges)

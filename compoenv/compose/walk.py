@@ -189,8 +189,9 @@ class Walker:
             # value a step was asked with and echoes (the product rating's product name)
             asked = set() if self.reuse_asked else stated | {
                 _key(b.value) for s in self.walk.steps[:source + 1] for b in s.bindings}
-            options = [(e, v) for e, v in self._options(source, accept)
-                       if _key(v.value) not in asked]
+            fresh = {id(v) for v in self.available  # each value once, not once per edge
+                     if v.step == source and _key(v.value) not in asked}
+            options = [(e, v) for e, v in self._options(source, accept) if id(v) in fresh]
             options = self._own_roles_first(options)
             if need_report and len(self._visited) < self.min_services:
                 # the last call of a walk still short of services must reach a new one:
