@@ -15,6 +15,9 @@ BENCHMARKS = {
     "hostile": ("step cost and memory under hostile actions (52 large writes a step, 1 MB "
                 "arguments, tiny-call floods, not-JSON objects) and an RSS soak",
                 "python -m bench.hostile [--quick] [--out FILE]"),
+    "library": ("a synthetic 2,000-service / 50,000-tool library: load, graph build time and "
+                "memory, verified tasks/s per core composing with it",
+                "python -m bench.library [--quick] [--services N] [--seeds N] [--out FILE]"),
     "joins": ("how well the importer tags real APIs' slots (interface, role, resource key, "
               "transport noise): precision and recall against 360 hand-labelled slots",
               "python -m bench.joins [--split dev|held_out|all] [--rows N] [--out FILE]"),
