@@ -97,8 +97,11 @@ def test_edges_computed_from_the_index_are_the_edges_by_definition():
     registry = Registry.default()
     specs = registry.tools(["contacts", "email", "crm", "invoices", "bank", "calendar"])
     naive = naive_edges(specs, registry.related)
+    fresh = ToolGraph(specs, registry.related)  # one at a time, nothing kept yet
+    assert {n: list(fresh.iter_out_edges(n)) for n in fresh.specs} == naive
     g = ToolGraph(specs, registry.related)
     assert {n: g.out_edges(n) for n in g.specs} == naive
+    assert {n: list(g.iter_out_edges(n)) for n in g.specs} == naive
     into: dict[str, list[Edge]] = {}
     for edges in naive.values():
         for e in edges:
