@@ -29,7 +29,7 @@ def load(path: Path) -> Any:
 def imported() -> dict[str, dict[str, Any]]:
     return {"hotel": openapi_spec(load(FIXTURES / "importers" / "hotel_bookings_openapi.json"))[0],
             "petstore": from_openapi(load(FIXTURES / "petstore_openapi.json")),
-            "mcp": from_mcp(load(FIXTURES / "mcp_tools_list.json"), name="helpdesk")}
+            "mcp": from_mcp(load(FIXTURES / "mcp_tools_list.json"), name="mcp_tickets")}
 
 
 def _answers(spec: dict[str, Any], seeds: tuple[int, ...] = (1, 2, 3)) -> Any:
