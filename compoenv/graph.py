@@ -271,23 +271,22 @@ class ToolGraph:
     def _edges_from(self, tool: str) -> list[Edge]:
         sig = self.signatures[tool]
         found: list[_Candidate] = []
-        near = self._near_of(sig.service)
         for k, slot in enumerate(sig.outputs):
             for bucket in self._buckets_of(slot):
-                # ``related`` once per service, not per input: hubs have thousands of inputs
-                for other, inputs in bucket.by_service.items():
-                    fits = near.get(other)
-                    if fits is None:
-                        fits = self.related(sig.service, other)
-                    if fits and other != sig.service:
-                        found.extend([(c.position, c.index, k, c) for c in inputs])
-                    elif fits:
-                        found.extend([(c.position, c.index, k, c) for c in inputs
-                                      if c.tool != tool])
+                found.extend([(c.position, c.index, k, c)
+                              for c in self._reachable(sig.service, bucket) if c.tool != tool])
         found.sort(key=_ORDER)
         outputs = sig.outputs
         return [Edge(tool, c.tool, outputs[k].interface, outputs[k].path, c.where, c.service,
                      c.service != sig.service) for _, _, k, c in found]
+
+    def _reachable(self, service: str, bucket: _Bucket) -> list[_Slot]:
+        """The inputs of ``bucket`` in services related to ``service``: the same for every
+        tool of the service, so kept as a view (``related`` asked once per service pair)."""
+        def compute() -> list[_Slot]:
+            return [c for other, inputs in bucket.by_service.items()
+                    if self.related(service, other) for c in inputs]
+        return self.memo(("reach", service, bucket.key), compute, size=len)
 
     def _candidates(self, tool: str, sig: ToolSignature) -> list[Iterator[_Candidate]]:
         """For each output of ``tool`` and each bucket of inputs it may fill, those inputs (of
