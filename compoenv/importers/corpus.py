@@ -22,6 +22,7 @@ from compoenv.importers.document import Converted, convert_openapi
 from compoenv.importers.naming import unique
 from compoenv.importers.pool import Outcome, one_line, run_bounded
 from compoenv.importers.split import SERVICE_MAX, NothingToImport, fit, namespaces
+from compoenv.worldmodel.spec import SpecError, spec_signatures
 
 __all__ = ["Record", "Summary", "Library", "import_corpus", "find_documents",
            "write_library_index", "STATE", "REPORT", "MAX_BYTES"]
@@ -197,6 +198,12 @@ def _convert(convert: Convert) -> Callable[[Path], Converted]:
         converted = convert(path)
         if not isinstance(converted, Converted) or not converted.services:
             raise TypeError(f"the converter returned {type(converted).__name__}, not Converted")
+        for group, spec in converted.services:  # what a library index will read of it
+            try:
+                spec_signatures(spec)
+            except (TypeError, ValueError) as exc:
+                raise SpecError(f"{path}: service {group or spec['name']!r} cannot be loaded: "
+                                f"{exc}") from None
         return converted
     return run
 
