@@ -375,3 +375,26 @@ def test_a_large_mcp_server_is_split_by_the_object_its_tools_act_on():
         ("customer", 36), ("ticket", 36)]
     assert sorted(t["name"] for _, s in services for t in s["tools"]) == sorted(
         t["name"] for t in tools)
+
+
+def _too_deep_weather(path: Path) -> Converted:
+    converted = convert_openapi(path)
+    if path.name != "weather_v1.json":
+        return converted
+    deep: dict[str, Any] = {"type": "object", "properties": {"leaf": {"type": "string"}}}
+    for _ in range(40):
+        deep = {"type": "object", "properties": {"inner": deep}}
+    spec = converted.services[0][1]
+    spec = {**spec, "tools": [{**spec["tools"][0], "returns": deep}]}
+    return Converted(converted.api, (("", spec),), converted.warnings)
+
+
+def test_a_service_the_library_could_not_load_is_a_failed_line(tmp_path):
+    import_corpus([OPENAPI / "weather_v1.json", OPENAPI / "weather_v2.json"], tmp_path,
+                  _too_deep_weather)
+    lines = report(tmp_path)
+    assert lines["weather_v1.json"]["status"] == "failed"
+    assert "cannot be loaded: schema nests deeper than 32 levels" in lines[
+        "weather_v1.json"]["reason"]
+    assert lines["weather_v2.json"]["services"] == ["weather"]  # the name is free again
+    assert set(Registry.from_paths(tmp_path).names()) == {"weather"}
