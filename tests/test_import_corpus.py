@@ -96,8 +96,7 @@ def test_a_large_api_is_split_by_tag_with_no_operation_lost(library):
     github = {n: s for n, s in specs(library).items() if n.startswith("github.")}
     assert all(s["api"] == "github" and len(s["tools"]) <= 50 for s in github.values())
     assert sum(len(s["tools"]) for s in github.values()) == GITHUB_OPERATIONS
-    assert github["github.repos"]["related"] == ["github.issues", "github.pulls",
-                                                 "github.users"]
+    assert not any("related" in s for s in github.values())  # they may meet any service
     issues = {t["name"] for t in github["github.issues"]["tools"]}
     assert {"issues_create", "issues_list_for_repo", "issues_add_labels"} <= issues
     assert "Interact with GitHub Issues" in github["github.issues"]["description"]

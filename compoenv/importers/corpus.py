@@ -29,7 +29,6 @@ __all__ = ["Record", "Summary", "Library", "import_corpus", "find_documents",
 
 STATE, REPORT = "import-state.jsonl", "import-report.jsonl"
 MAX_BYTES = 50_000_000
-_RELATED = 200  # the most siblings a spec lists (the spec format's limit)
 _WARNINGS = 20  # warnings kept per report line (the count is always whole)
 Convert = Callable[[Path], Converted]
 
@@ -148,12 +147,12 @@ class Library:
             self.apis.discard(previous["api"])
             self.services -= set(previous["services"])
         api, names = self._names(converted, previous["api"] if previous else "")
-        siblings = names if len(names) > 1 else []
+        # the services of a split API share its api (their resource ids join) but list no
+        # neighbours: an imported service may meet any other whose slots fit by interface and
+        # role (a repository's maintainer may be emailed), as an untagged plugin does
+        family = {"api": api} if len(names) > 1 else {}
         written = []
         for name, (_, spec) in zip(names, converted.services):
-            near = siblings[max(0, names.index(name) - _RELATED // 2):][:_RELATED + 1]
-            family = {"api": api, "related": [s for s in near if s != name][:_RELATED]} \
-                if siblings else {}
             body = {k: v for k, v in spec.items() if k not in ("name", "api", "related")}
             out = {"name": name, **family, **body}
             path = self.folder / api.split(".")[0] / f"{name}.json"
