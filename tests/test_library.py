@@ -5,8 +5,8 @@ from __future__ import annotations
 import functools
 import json
 import os
-import re
 import pickle
+import re
 import sys
 from pathlib import Path
 from typing import Any
