@@ -124,10 +124,10 @@ def test_openapi_returns_interfaces_and_phrases(petstore):
     text = json.dumps(petstore["tools"])  # constraints the offline world model cannot satisfy
     assert '"pattern"' not in text and '"format"' not in text
     assert all(named_in_phrase(t) for t in petstore["tools"])
-    assert found["find_owner_by_email"]["phrase"] == "find owner for {email}"
-    assert found["get_pet_by_id"]["phrase"] == "get pet for pet id {pet_id}"
+    assert found["find_owner_by_email"]["phrase"] == "find the owner for {email}"  # summary
+    assert found["get_pet_by_id"]["phrase"] == "get one pet for pet id {pet_id}"
     assert found["book_appointment"]["phrase"] == \
-        "book appointment for {owner_email} with date {date} and reason {reason}"
+        "book a vet appointment for {owner_email} with date {date} and reason {reason}"
     text = "\n".join(openapi_spec(load(PETSTORE))[1])  # warnings: what was skipped
     assert "$.paths['/appointments'].post: callbacks" in text and "file upload 'file'" in text
     assert "oneOf of objects" in text and "/payment" in text
