@@ -73,6 +73,7 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 REF_DEPTH = 8  # references followed along one path when a schema with $defs is inlined
+NEST_DEPTH = 24  # levels an inlined schema may nest: below ``compact_schema``'s 32, with room
 INLINE_BUDGET = 5_000  # schema nodes one inlined schema may grow to
 
 
@@ -81,14 +82,21 @@ def inline_refs(schema: Any, defs: dict[str, Any], depth: int = REF_DEPTH,
     """``schema`` with every ``{"$ref": "#/$defs/<name>"}`` replaced by ``defs[name]`` (a ref's
     siblings override its target). A ref met again inside itself (a recursive schema), nested
     more than ``depth`` refs deep, unknown, or met after ``budget`` nodes were built becomes a
-    plain object, so a recursive or deeply shared schema costs bounded memory."""
+    plain object, so a recursive or deeply shared schema costs bounded memory; a schema nested
+    ``NEST_DEPTH`` levels deep keeps only its own words (type, description, enum), not what
+    nests in it: components each shallow can chain deeper than a validator goes."""
     left = [budget]
 
-    def walk(node: Any, seen: tuple[str, ...]) -> Any:
+    def walk(node: Any, seen: tuple[str, ...], level: int = 0) -> Any:
         if isinstance(node, list):
-            return [walk(item, seen) for item in node]
+            return [walk(item, seen, level + 1) for item in node]
         if not isinstance(node, dict):
             return node
+        if level >= NEST_DEPTH:
+            kind = node.get("type", "object" if "properties" in node else None)
+            node = {k: v for k, v in node.items() if k in _VALUES or k == "$ref" or not
+                    isinstance(v, (dict, list))}
+            node.update({"type": kind} if kind else {})
         left[0] -= 1
         ref = node.get("$ref")
         if isinstance(ref, str):
@@ -97,9 +105,10 @@ def inline_refs(schema: Any, defs: dict[str, Any], depth: int = REF_DEPTH,
             if (name in seen or len(seen) >= depth or left[0] <= 0 or name == ref
                     or not isinstance(defs.get(name), dict)):
                 return {"type": "object", **{k: v for k, v in rest.items() if k in _PLAIN}}
-            return walk({**defs[name], **rest}, (*seen, name))
-        return {k: v if k in _VALUES else {name: walk(sub, seen) for name, sub in v.items()}
-                if k in _NAMED and isinstance(v, dict) else walk(v, seen)
+            return walk({**defs[name], **rest}, (*seen, name), level)
+        return {k: v if k in _VALUES else {name: walk(sub, seen, level + 1) for name, sub in
+                                           v.items()}
+                if k in _NAMED and isinstance(v, dict) else walk(v, seen, level + 1)
                 for k, v in node.items()}
 
     return walk(schema, ())

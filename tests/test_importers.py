@@ -372,3 +372,68 @@ def test_a_property_named_like_a_keyword_keeps_its_shared_schema():
     assert set(spec["$defs"]) == {"Fee"}
     returns = service_from_spec(spec, SimulatedService).tool_specs()["get_a"].returns
     assert returns["properties"]["default"]["properties"]["amount"]["x-interface"] == "Money"
+
+
+def _returns(schemas: dict[str, Any], root: str = "Root") -> tuple[dict[str, Any], list[str]]:
+    """The spec of a document whose one tool (``get_a``) returns ``schemas[root]``."""
+    return openapi_spec(_doc({"/a": {"get": {"responses": {"200": {"content": {
+        "application/json": {"schema": {"$ref": f"#/components/schemas/{root}"}}}}}}}},
+        components={"schemas": schemas}), origin="doc.json")
+
+
+def _ref(name: str, **siblings: Any) -> dict[str, Any]:
+    return {"$ref": f"#/components/schemas/{name}", **siblings}
+
+
+@pytest.mark.parametrize("value", [
+    # graphhopper: a described anyOf written as allOf parts (merged once, not again and again)
+    {"allOf": [{"description": "The route."}, {"anyOf": [_ref("Line"), _ref("Root")]}]},
+    # webflow: a list of values that may be lists of values (a nullable ref among scalars)
+    _ref("List"),
+    # Microsoft Graph: an entity that may hold another of its kind, or null
+    {"anyOf": [_ref("Root"), {"type": "object", "nullable": True}]},
+])
+def test_a_schema_that_holds_itself_through_alternatives_imports(value):
+    values = {"type": "array", "items": {"type": "object", "properties": {"value": {"anyOf": [
+        {"type": "string"}, {"type": "number"}, _ref("List", nullable=True)]}}}}
+    spec, _ = _returns({"Root": {"type": "object", "properties": {"value": value}},
+                        "Line": {"type": "string"}, "List": values})
+    assert service_from_spec(spec, SimulatedService).tool_specs()["get_a"].returns
+
+
+def test_an_all_of_written_as_a_mapping_is_read_as_its_parts():
+    # dnd5eapi: a YAML override leaves {"3": {...}} where the list of parts was
+    spec, _ = _returns({"Root": {**_ref("Monster"), "allOf": {"3": {"properties": {
+        "xp": {"type": "integer"}}}}}, "Monster": {"type": "object", "properties": {
+            "name": {"type": "string"}}}})
+    assert set(spec["tools"][0]["returns"]["properties"]) == {"name", "xp"}
+
+
+def test_deep_nesting_is_cut_when_converting_and_loading():
+    # Azure: every resource holds "properties" that hold resources: inline (each component used
+    # once, cut while converting) and shared (each used twice, cut as the spec is loaded)
+    depth, schemas = 40, {"Root": {"type": "object", "properties": {
+        "inline": _ref("I0"), "shared": _ref("S0"), "again": _ref("S0")}}}
+    for kind in "IS":
+        schemas.update({f"{kind}{i}": {"type": "object", "properties": {"properties": {
+            "type": "object", "properties": {"pools": {"type": "array", "items": {
+                "type": "object", "properties": {"pool": _ref(f"{kind}{i + 1}")}}},
+                "other": _ref(f"{kind}{i + 1}") if kind == "S" else {}}}}}
+            for i in range(depth)})
+        schemas[f"{kind}{depth}"] = {"type": "object", "properties": {"id": {"type": "string"}}}
+    spec, warnings = _returns(schemas)
+    assert any("nests deeper than" in w for w in warnings)
+    returns = service_from_spec(spec, SimulatedService).tool_specs()["get_a"].returns
+    assert returns["properties"]["shared"]["type"] == "object"
+
+
+def test_described_references_stay_shared_and_long_descriptions_are_cut():
+    # AWS: every field is a reference with xml and a page of description, used in two places
+    note = "Set this to choose how the encoder handles the stream. " * 40
+    field = {"allOf": [_ref("Codec"), {"xml": {"name": "codec"}, "description": note}]}
+    spec, _ = _returns({"Root": {"type": "object", "properties": {"a": field, "b": field}},
+                        "Codec": {"type": "object", "description": note, "properties": {
+                            "rate": {"type": "integer", "enum": [48000, 96000]}}}})
+    assert set(spec["$defs"]) == {"Codec"}
+    assert spec["$defs"]["Codec"]["properties"]["rate"]["enum"] == [48000, 96000]
+    assert all(len(d) <= 300 for d in re.findall(r'"description": "([^"]*)"', json.dumps(spec)))

@@ -10,12 +10,16 @@ definitions its tools reach.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from typing import Any, Callable
 from urllib.parse import unquote
 
 from compoenv.importers.infer import field_key, object_hint, tag_field
+from compoenv.importers.nodes import (
+    ANNOTATIONS as _ANNOTATIONS, brief as _brief, kind as _kind, list_of as _list, one_ref,
+    parts as _parts, pointer as _pointer, props as _props, ref_counts as _ref_counts)
 from compoenv.importers.resources import Resources, find_record, record_field, records_of
 from compoenv.schema import ref_names
 from compoenv.worldmodel.spec import SpecError
@@ -25,7 +29,9 @@ __all__ = ["Converter", "MAX_NODES", "media", "one_ref"]
 _KEEP = ("description", "enum", "const", "default", "minLength", "maxLength", "minItems",
          "maxItems", "uniqueItems", "minimum", "maximum", "minProperties", "maxProperties")
 MAX_NODES = 200_000  # schema nodes one document may convert to: past it, SpecError
-_ANNOTATIONS = frozenset({"$ref", "description", "title", "summary", "example", "examples"})
+MAX_DEPTH = 16  # schemas nested in one converted schema: deeper ones are cut to plain objects
+_DEFER_AT = 48  # nested conversions (shared ones included) past which a new shared one waits
+_NESTS = ("properties", "items", "additionalProperties", "allOf", "anyOf", "oneOf")
 
 
 class Converter:
@@ -54,7 +60,9 @@ class Converter:
         self.keys: Callable[[str], str | None] = resources.key if resources else field_key
         self._names: dict[tuple[str, str, str], str] = {}
         self.share, self._uses = share, _ref_counts(root) if share else Counter()
-        self._nodes = 0
+        self._nodes = self._depth = self._calls = 0
+        self._pending: list[tuple[str, str, str, str, str]] = []
+        self._labels: dict[str, str] = {}  # a converted definition (as JSON) -> its label
 
     @classmethod
     def openapi(cls, document: dict[str, Any], origin: str) -> Converter:
@@ -90,9 +98,9 @@ class Converter:
             node, refs = self.deref(node, "")
         except SpecError:
             return {}, None
-        if isinstance(node, dict) and isinstance(node.get("allOf"), list):
+        if isinstance(node, dict) and _parts(node):
             props = dict(_props(node))
-            for part in node["allOf"]:
+            for part in _parts(node):
                 props.update(_props(self._resolve(part)[0]))
             node = {**node, "properties": props}
         return node, refs[-1] if refs else None
@@ -120,14 +128,28 @@ class Converter:
         """The converted schema, or None to leave the node out (``mode``: "in" or "out";
         ``inline``: convert the node itself even when it is a shared component)."""
         self._count(where)
+        if self._depth >= MAX_DEPTH and any(isinstance(self.deref(node, where)[0].get(
+                k) if isinstance(node, dict) else None, (dict, list)) for k in _NESTS):
+            return self._skip(f"{where}: nests deeper than {MAX_DEPTH} schemas; cut to a plain "
+                              f"object", {"type": "object"})
+        self._depth, self._calls = self._depth + 1, self._calls + 1
+        try:
+            return self._schema(node, where, name, hint, mode, stack, inline)
+        finally:
+            self._depth, self._calls = self._depth - 1, self._calls - 1
+            if not self._calls:
+                self._drain()
+
+    def _schema(self, node: Any, where: str, name: str, hint: str, mode: str,
+                stack: tuple[str, ...], inline: bool) -> dict[str, Any] | None:
         node = one_ref(node)
         ref = node.get("$ref") if isinstance(node, dict) else None
         if self.share and not inline and isinstance(ref, str) and set(node) <= _ANNOTATIONS \
                 and (self._uses[ref] > 1 or ref in stack):
             shared = self._shared(ref, where, name, hint, mode, stack)
             if shared is not None:
-                return {**shared, **({"description": node["description"]} if isinstance(
-                    node.get("description"), str) else {})}
+                return {**shared, **({"description": _brief(node["description"])} if
+                                     isinstance(node.get("description"), str) else {})}
         return self._convert(node, where, name, hint, mode, stack)
 
     def _convert(self, node: Any, where: str, name: str, hint: str, mode: str,
@@ -138,17 +160,22 @@ class Converter:
         if set(refs) & set(stack):
             return self._skip(f"{where}: recursive schema {refs[-1]} cut to a plain object",
                               {"type": "object"})
-        stack, parts = (*stack, *refs), list(node.get("allOf") or ())
+        stack, parts = (*stack, *refs), _parts(node)
         while parts:  # allOf: every part (and the parts' parts) merged into one object
             part, more = self.deref(parts.pop(0), f"{where}.allOf")
             if set(more) & set(stack):  # a part that contains the object itself
                 self.warnings.append(f"{where}: recursive allOf {more[-1]} left out")
                 continue
             refs, stack = refs + more, (*stack, *more)
-            parts = [*part.get("allOf", ()), *parts]
+            if not isinstance(part, dict):
+                continue
+            parts = [*_parts(part), *parts]
             node = {**{k: v for k, v in part.items() if k != "allOf"}, **node,
                     "properties": {**_props(node), **_props(part)},
                     "required": [*_list(node.get("required")), *_list(part.get("required"))]}
+        # merged: an allOf left in the node would be merged again by every later pass over it
+        # (``_alternatives`` converts the node once more), without end
+        node = {k: v for k, v in node.items() if k != "allOf"}
         if node.get("readOnly" if mode == "in" else "writeOnly") is True:
             return None
         sub, key = (name, hint, mode, stack), "oneOf" if node.get("oneOf") else "anyOf"
@@ -162,6 +189,8 @@ class Converter:
             return self._skip(f"{where}: file upload {name!r} is not supported; skipped")
         out: dict[str, Any] = {"type": kind} if kind else {}
         out.update({k: node[k] for k in _KEEP if k in node})
+        if isinstance(out.get("description"), str):
+            out["description"] = _brief(out["description"])
         if isinstance(out.get("enum"), list):  # OpenAPI 3.0 lists null among nullable enums
             out["enum"] = [v for v in out["enum"] if v is not None] or None
             out = {k: v for k, v in out.items() if v is not None}
@@ -228,10 +257,28 @@ class Converter:
             while label in self.defs:
                 label += "_"
             self._names[key], self.defs[label] = label, {"type": "object"}  # recursion lands here
-            converted = self._convert({"$ref": ref}, where, "", inner, mode,
-                                      tuple(r for r in stack if r != ref))
-            self.defs[label] = converted if converted is not None else {"type": "object"}
+            # a chain of components each first used inside the last would nest Python calls as
+            # deep as the chain: past a bound the component waits for the outermost call
+            self._pending.append((label, ref, where, inner, mode))
+            if self._calls <= _DEFER_AT:
+                self._drain(len(self._pending) - 1)
         return {"$ref": f"#/$defs/{self._names[key]}"}
+
+    def _drain(self, start: int = 0) -> None:
+        """Convert the shared components waiting from ``start`` on, each from depth 0 (the same
+        definition wherever it was first used)."""
+        depth, self._calls = self._depth, self._calls + 1  # no drain within a drain
+        try:
+            while len(self._pending) > start:
+                label, ref, where, inner, mode = self._pending.pop(start)
+                self._depth = 0
+                converted = self._convert({"$ref": ref}, where, "", inner, mode, ())
+                converted = converted if converted is not None else {"type": "object"}
+                # a component that converts alike for inputs and outputs is written once
+                same = self._labels.setdefault(json.dumps(converted, sort_keys=True), label)
+                self.defs[label] = converted if same == label else {"$ref": f"#/$defs/{same}"}
+        finally:
+            self._depth, self._calls = depth, self._calls - 1
 
     def _object(self, node: dict[str, Any], out: dict[str, Any], refs: list[str], where: str,
                 sub: tuple[str, str, str, tuple[str, ...]]) -> None:
@@ -256,19 +303,24 @@ class Converter:
                       sub: tuple[str, str, str, tuple[str, ...]]) -> dict[str, Any] | None:
         """``anyOf`` / ``oneOf``: scalars stay alternatives, objects take the first (outputs) or
         are left out (inputs); an empty list is dropped."""
-        real = [b for b in (self.deref(b, where)[0] for b in node[key])
-                if isinstance(b, dict) and b.get("type") != "null"]
+        # each branch as written (its $ref kept) and followed: the written one is converted, so
+        # a branch that leads back to the node is seen as recursive (cut or shared)
+        pairs = [(b, *self.deref(b, where)) for b in _list(node[key])]
+        pairs = [p for p in pairs if isinstance(p[1], dict) and p[1].get("type") != "null"]
+        real = [p[1] for p in pairs]
         objects = len(real) > 1 and any("properties" in b or b.get("type") == "object"
                                         for b in real)
         if len(real) > 1 and not objects:  # alternative scalars stay alternatives
-            options = [s for b in real if (s := self.schema(b, where, *sub))]
+            options = [s for b, _, _ in pairs if (s := self.schema(b, where, *sub))]
             return {"anyOf": options} if len(options) > 1 else options[0] if options else {}
         if objects and sub[2] == "in":
             return self._skip(f"{where}: {key} of objects is not supported; skipped")
         if objects:
             self.warnings.append(f"{where}: {key} of objects: the first alternative is used")
         rest = {k: v for k, v in node.items() if k not in ("anyOf", "oneOf")}
-        return self.schema({**rest, **(real[0] if real else {})}, where, *sub)
+        name, hint, mode, stack = sub
+        stack = (*stack, *pairs[0][2]) if pairs else stack  # the branch's refs, as followed
+        return self.schema({**rest, **(real[0] if real else {})}, where, name, hint, mode, stack)
 
     def _count(self, where: str) -> None:
         self._nodes += 1
@@ -296,63 +348,3 @@ def media(content: Any) -> tuple[str | None, Any]:
         content, dict) else None
     return found, (content[found] or {}).get("schema") if found and isinstance(
         content[found], dict) else None
-
-
-def _pointer(root: Any, ref: str) -> Any:
-    """What a local JSON pointer (``#/components/schemas/List/items``, ``#/x/0``) points at."""
-    target = root
-    for part in ref.split("/")[1:]:
-        part = unquote(part).replace("~1", "/").replace("~0", "~")
-        if isinstance(target, dict):
-            target = target.get(part)
-        elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
-            target = target[int(part)]
-        else:
-            return None
-    return target
-
-
-def _kind(value: Any) -> str:
-    return {list: "list", str: "string", bool: "boolean"}.get(type(value), type(value).__name__)
-
-
-def one_ref(node: Any) -> Any:
-    """``{"allOf": [{"$ref": R}, {"description": D}]}`` (a described reference, as AWS writes
-    them) as ``{"$ref": R, "description": D}``, so it can stay shared; anything else as is."""
-    parts = node.get("allOf") if isinstance(node, dict) else None
-    if not isinstance(parts, list) or not set(node) <= _ANNOTATIONS | {"allOf"}:
-        return node
-    refs = [p for p in parts if isinstance(p, dict) and "$ref" in p and set(p) <= _ANNOTATIONS]
-    notes = [p for p in parts if isinstance(p, dict) and "$ref" not in p and set(
-        p) <= _ANNOTATIONS]
-    if len(refs) != 1 or len(refs) + len(notes) != len(parts):
-        return node
-    merged = {k: v for k, v in node.items() if k != "allOf"}
-    for part in notes + refs:
-        merged.update(part)
-    return merged
-
-
-def _props(node: dict[str, Any]) -> dict[str, Any]:
-    props = node.get("properties")
-    return props if isinstance(props, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _ref_counts(root: Any) -> Counter[str]:
-    """How often each ``$ref`` occurs in a document."""
-    counts: Counter[str] = Counter()
-    todo = [root]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, dict):
-            ref = node.get("$ref")
-            if isinstance(ref, str):
-                counts[ref] += 1
-            todo.extend(node.values())
-        elif isinstance(node, list):
-            todo.extend(node)
-    return counts
