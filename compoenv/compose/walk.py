@@ -103,8 +103,8 @@ class Walker:
         that opens on a list may also open on a tool that needs nothing ("list my open
         issues"): most list operations of an imported API take only optional filters."""
         graph = self.graph
-        bare = [n for n, sig in graph.signatures.items() if not sig.required
-                and (sig.returns_list if lists else sig.read_only) and graph.has_out_edges(n)]
+        bare = [n for n, sig in graph.signatures.items() if lists and not sig.required
+                and sig.returns_list and graph.has_out_edges(n)]
         starts = [t for t in dict.fromkeys(graph.start_tools() + bare) if self._allowed(t)
                   and accept(graph.specs[t])]
         if not self.require:
