@@ -6,12 +6,12 @@ phones, URLs, ids, and the World's people, organisations, cities and job titles.
 normalised ("$1,234.50" is 1234.5, "March 3, 2026" is 2026-03-03, casing, punctuation, look-alike
 digits under Unicode NFKC). An answer criterion for value ``v`` of kind ``K`` passes when
 
-1. ``v`` is among the reply's mentions of kind ``K`` (for text without a kind: the normalised
-   value occurs in the normalised reply), and
+1. ``v`` is among the reply's mentions of kind ``K`` (for text without a kind: its words stand
+   on their own in the reply, not inside a longer name; see ``compoenv.text_answers``), and
 2. the reply mentions at most ``allowed`` distinct values of kind ``K``, where ``allowed`` is
    the number of answers of that kind the request asks for plus ``SLACK[K]``. Values the
    request itself states (echoes) and today's date do not count, and neither do the numbers of
-   a numbered list ("1. ...").
+   a numbered list ("1. ..."). Text values count the short text items listed beside them.
 
 A reply longer than ``MAX_ANSWER_CHARS`` fails every answer criterion: a report needs no more,
 and reading it stays bounded whatever the agent sends.
@@ -25,6 +25,7 @@ import unicodedata
 from dataclasses import dataclass, field
 
 from compoenv._cache import ByIdentity
+from compoenv.text_answers import content, short_items, stands_alone, tokens, words
 from compoenv.world import World
 
 __all__ = ["MAX_ANSWER_CHARS", "SLACK", "KINDS", "Mentions", "kind_of", "read_mentions",
@@ -35,9 +36,9 @@ MAX_ANSWER_CHARS = 8_000  # about 2,000 tokens: a long report
 # (counts) are the easiest to guess, so they get the least
 SLACK: dict[str, int] = {
     "integer": 1, "decimal": 2, "date": 2, "datetime": 2, "email": 2, "phone": 1, "url": 1,
-    "id": 2, "person": 2, "organization": 2, "city": 2, "title": 1,
+    "id": 2, "person": 2, "organization": 2, "city": 2, "title": 1, "text": 1,
 }
-KINDS = tuple(SLACK) + ("text",)
+KINDS = tuple(SLACK)
 
 _MONTHS = {m: i + 1 for i, m in enumerate(
     ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"))}
@@ -305,10 +306,7 @@ def check_answer(expected: str, message: str, world: World | None = None, *,
                        f"at most {MAX_ANSWER_CHARS:,}")
     kind = kind if kind in KINDS else kind_of(expected, world)
     if kind == "text":
-        target = canonical(expected, "text")
-        hit = bool(target) and f" {target} " in read_mentions(message, world,
-                                                              frozenset({"text"})).text
-        return hit, "" if hit else f"the final message does not report {expected!r}"
+        return _check_text(expected, message, world, allowed, instruction)
     target = canonical(expected, kind, world)
     if kind == "datetime":
         reply = read_mentions(message, world, frozenset({"datetime", "date", "time"}))
@@ -332,4 +330,33 @@ def check_answer(expected: str, message: str, world: World | None = None, *,
         return False, (f"the final message names {len(others) + 1} or more distinct {kind} "
                        f"values; at most {most} may stand beside what the request states (a "
                        f"list of candidates is not an answer)")
+    return True, ""
+
+
+def _check_text(expected: str, message: str, world: World | None, allowed: int | None,
+                instruction: str) -> tuple[bool, str]:
+    """``check_answer`` for a value of no typed kind (``compoenv.text_answers``): the words
+    stand on their own somewhere, and if the reply lists them as a short item, it lists at
+    most ``allowed`` other short items of text beside those the request states."""
+    text = message if message.isascii() else _fold(message)
+    target = words(_fold(expected))
+    if not stands_alone(target, tokens(text), world):
+        return False, (f"the final message does not report {expected!r} on its own (a part of "
+                       f"a longer name is not the value)")
+    items = short_items(text, target)
+    key = content(target)
+    if all(found != key for found, _ in items):
+        return True, ""  # said in a sentence ("the section is health"), not as a list item
+    stated = " " + " ".join(words(_fold(instruction[:MAX_ANSWER_CHARS]))) + " "
+    most = allowed if allowed is not None else 1 + SLACK["text"]
+    others: set[tuple[str, ...]] = set()
+    for found, raw in items:
+        if (found == key or found in others or f" {' '.join(found)} " in stated
+                or kind_of(raw, world) != "text"):
+            continue  # the value itself, an echo of the request, or a value of a typed kind
+        others.add(found)
+        if len(others) >= most:
+            return False, (f"the final message lists {len(others) + 1} or more short items "
+                           f"beside {expected!r}; at most {most} may stand beside what the "
+                           f"request states (a list of candidates is not an answer)")
     return True, ""

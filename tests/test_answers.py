@@ -92,3 +92,47 @@ def test_any_text_is_scored_without_raising(reply, value):
 def test_an_integer_spray_never_passes(numbers):
     reply = " ".join(map(str, numbers))
     assert check_answer(str(numbers[0]), reply, WORLD)[0] is False
+
+
+ORG = next(o.name for o in WORLD.orgs if o.name.endswith(" Health"))  # "Harbor Health"
+
+
+@pytest.mark.parametrize("reply", [
+    "The section is Health.", "Health", "health.", "It is filed in the health section.",
+    f"The latest headline, '{ORG} opens a clinic', is filed under Health.",
+    f"{ORG} is in the news; the section is health.", "Section: HEALTH",
+])
+def test_a_word_answer_standing_on_its_own_passes(reply):
+    assert check_answer("health", reply, WORLD) == (True, "")
+
+
+@pytest.mark.parametrize("reply", [
+    ORG, ORG.lower(), f"Done. {ORG}.", "Mayo Health Clinic announced it.",
+    "The answer is one of: " + ", ".join(o.name for o in WORLD.orgs) + ".",
+    "The answer is one of: " + ", ".join(p.name for p in WORLD.people[:80])
+    + ", " + ", ".join(o.name for o in WORLD.orgs) + ".",
+])
+def test_a_word_answer_inside_a_longer_name_fails(reply):
+    """The names spray scored on 'the latest headline's section' (health) through 'Granite
+    Health': a word inside a World name or a capitalised name is part of that name."""
+    passed, why = check_answer("health", reply, WORLD)
+    assert not passed and "on its own" in why
+
+
+@pytest.mark.parametrize("reply", [
+    "news, sports, health or tech", "- news\n- sports\n- health\n- tech",
+    "It is news. It is sports. It is health.", "1. news\n2. health\n3. business",
+])
+def test_a_word_answer_among_listed_candidates_fails(reply):
+    passed, why = check_answer("health", reply, WORLD)
+    assert not passed and "a list of candidates is not an answer" in why
+
+
+def test_listed_text_values_the_request_states_or_asks_for_pass():
+    request = "Is the latest headline in news, sports or health?"
+    assert check_answer("health", "news, sports or health: health", WORLD,
+                        instruction=request) == (True, "")
+    oracle = "Done. general; technology; We are hiring engineers."
+    for value in ("general", "technology", "We are hiring engineers"):
+        assert check_answer(value, oracle, WORLD, allowed=3 + SLACK["text"]) == (True, "")
+    assert check_answer("general", oracle, WORLD, allowed=1)[0] is False

@@ -1,0 +1,143 @@
+"""Text answers: where a word answer stands on its own in a reply, and the items listed beside it.
+
+A value of no typed kind (a category, a status, a section) is matched as words. Two things keep
+that honest. A word counts only where it stands on its own: "health" inside "Granite Health" (a
+World name) or inside any longer capitalised name ("Mayo Health Clinic") is part of that name,
+not a report of the section. And a reply whose short items list the answer among other
+candidates ("news, sports, health or tech") reports none of them; ``short_items`` lists those
+items for ``compoenv.answers`` to count like the mentions of a typed kind.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from compoenv._cache import ByIdentity
+from compoenv.world import World
+
+__all__ = ["Token", "tokens", "words", "content", "stands_alone", "short_items"]
+
+_TOKEN = re.compile(r"[^\W_]+(?:[.,'-][^\W_]+)*")
+# words that open a sentence or sit between names without being part of one: "The Health
+# section", "In Progress" are no names
+_PLAIN = frozenset(
+    "a about all an and are as at be been but by did do done for from had has have he her here "
+    "his i if in into is it its me my no not of on or our she so that the their them there "
+    "these they this those to was we were what which with yes you your".split())
+# an item of nothing but these answers no question ("Done.", "Sure!")
+_FILLER = _PLAIN | frozenset("hello hi ok okay sure thanks thank".split())
+# where one item of a list ends and the next begins
+_BETWEEN_ITEMS = re.compile(r"[,;|\n\u2022:()\[\]]|[.!?](?=\s|$)|\s(?:or|and)\s", re.I)
+_LIST_MARK = re.compile(r"(?m)^\s*(?:\d{1,3}[.)]|[-*])\s")
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    """One word of a reply: casefolded, whether it is capitalised as a name's word is, and
+    whether only spaces part it from the word before (a name's words are not split by marks)."""
+
+    word: str
+    capital: bool
+    joined: bool
+
+
+def words(text: str) -> tuple[str, ...]:
+    """The casefolded words (and numbers) of ``text``."""
+    return tuple(t.casefold() for t in _TOKEN.findall(text))
+
+
+def tokens(text: str) -> list[Token]:
+    """The words of ``text`` as tokens, in order."""
+    out: list[Token] = []
+    end = 0
+    for match in _TOKEN.finditer(text):
+        raw = match.group(0)
+        word = raw.casefold()
+        gap = text[end:match.start()]
+        out.append(Token(word, raw[0].isupper() and word not in _PLAIN,
+                         bool(out) and gap.isspace() and "\n" not in gap))
+        end = match.end()
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Names:
+    """The World's names of two or more words, by first word, and the longest one's length."""
+
+    by_first: dict[str, tuple[tuple[str, ...], ...]]
+    longest: int
+
+
+def _names(world: World) -> _Names:
+    """People, organisations, businesses, job titles and cities named in several words."""
+    every = [p.name for p in world.people] + [o.name for o in world.orgs]
+    every += [b.name for kind in world.businesses.values() for b in kind]
+    every += [p.title for p in world.people] + [c.name for c in world.cities]
+    index: dict[str, set[tuple[str, ...]]] = {}
+    for name in every:
+        parts = words(name)
+        if len(parts) > 1:
+            index.setdefault(parts[0], set()).add(parts)
+    return _Names({first: tuple(found) for first, found in index.items()},
+                  max((len(n) for found in index.values() for n in found), default=0))
+
+
+_NAMES: ByIdentity[World, _Names] = ByIdentity(_names, maxsize=64)
+_NO_NAMES = _Names({}, 0)
+
+
+def _in_capitalised_name(toks: list[Token], start: int, end: int) -> bool:
+    """Whether the words ``start:end`` continue into a capitalised neighbour ("Granite
+    Health", "Health Weekly"): together they are a longer name."""
+    before = start > 0 and toks[start].joined and toks[start].capital and toks[start - 1].capital
+    after = (end < len(toks) and toks[end].joined and toks[end - 1].capital
+             and toks[end].capital)
+    return before or after
+
+
+def _in_world_name(toks: list[Token], start: int, end: int, names: _Names) -> bool:
+    """Whether a World name the words ``start:end`` are not overlaps them and reaches beyond."""
+    for first in range(max(0, start - names.longest + 1), end):
+        for name in names.by_first.get(toks[first].word, ()):
+            last = first + len(name)
+            if (last > start and not (start <= first and last <= end)
+                    and tuple(t.word for t in toks[first:last]) == name):
+                return True
+    return False
+
+
+def stands_alone(target: tuple[str, ...], toks: list[Token], world: World | None) -> bool:
+    """Whether the words ``target`` occur in ``toks`` at least once on their own: not as a
+    part of a longer capitalised name nor of a World name they are not."""
+    if not target:
+        return False
+    names = _NAMES(world) if world is not None else _NO_NAMES
+    size = len(target)
+    for start, tok in enumerate(toks):
+        if tok.word != target[0] or tuple(t.word for t in toks[start:start + size]) != target:
+            continue
+        end = start + size
+        if not _in_capitalised_name(toks, start, end) and not _in_world_name(toks, start, end,
+                                                                             names):
+            return True
+    return False
+
+
+def content(found: tuple[str, ...]) -> tuple[str, ...]:
+    """``found`` without its plain words ("it is health" is "health"), unless nothing else."""
+    return tuple(w for w in found if w not in _PLAIN) or found
+
+
+def short_items(text: str, target: tuple[str, ...]) -> list[tuple[tuple[str, ...], str]]:
+    """The list-like items of ``text`` (what commas, semicolons, lines, 'or', 'and' and
+    sentence ends part) no longer than ``target`` and one word, as (content words, raw
+    text); items of fillers alone ("Done.") are left out."""
+    key = content(target)
+    items = []
+    for piece in _BETWEEN_ITEMS.split(_LIST_MARK.sub(" ", text)):
+        found = content(words(piece))
+        if (0 < len(found) <= len(key) + 1
+                and (found == key or not all(w in _FILLER for w in found))):
+            items.append((found, piece.strip()))
+    return items
