@@ -1,0 +1,122 @@
+"""GEM: compoenv/CompoWorld-v0 made with gem.make and gem.make_vec; a task per seed, ROLL's
+group seeds, scoring, and malformed actions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+gem = pytest.importorskip("gem")
+
+from compoenv.actions import ToolCall, render_calls  # noqa: E402
+from compoenv.compose import Composer, ComposerConfig  # noqa: E402
+from compoenv.compose.verify import oracle_message  # noqa: E402
+from compoenv.integrations.gem import ENV_ID, CompoWorldGemEnv  # noqa: E402
+from compoenv.task import Task, save_tasks  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tasks() -> list[Task]:
+    return list(Composer(config=ComposerConfig(min_hops=2, max_hops=3)).generate(3, seed=5))
+
+
+@pytest.fixture(scope="module")
+def task_file(tasks: list[Task], tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("gem") / "tasks.jsonl"
+    save_tasks(tasks, path)
+    return str(path)
+
+
+def _oracle(task: Task) -> list[str]:
+    calls = [render_calls([ToolCall(c.name, c.arguments, f"call_{i}")], "hermes")
+             for i, c in enumerate(task.solution)]
+    return [*calls, oracle_message(task)]
+
+
+def _task_of(info: dict[str, Any], tasks: list[Task]) -> Task:
+    return next(t for t in tasks if t.id == info["task_id"])
+
+
+def test_the_seed_picks_the_task(tasks, task_file):
+    first, second = gem.make(ENV_ID, tasks=task_file), gem.make(ENV_ID, tasks=task_file)
+    assert isinstance(first, CompoWorldGemEnv) and first.env_id == ENV_ID
+    for seed in (0, 4, 2**31 + 7):
+        one, two = first.reset(seed=seed), second.reset(seed=seed)
+        assert one == two
+        assert one[1]["task_id"] == tasks[seed % 3].id and one[1]["seed"] == seed
+        assert tasks[seed % 3].instruction in one[0] and "<tools>" in one[0]
+    assert len({first.reset(seed=s)[1]["task_id"] for s in range(3)}) == 3
+
+
+def test_a_roll_group_plays_one_task_per_episode(tasks):
+    # ROLL: every env of a group is made with seed=group_seed and reset with
+    # group_seed + episode_id, the same within the group
+    group_seed = 1_234_567
+    group = [gem.make(ENV_ID, tasks=tasks, seed=group_seed) for _ in range(4)]
+    for episode in range(3):
+        ids = {env.reset(seed=group_seed + episode)[1]["task_id"] for env in group}
+        assert ids == {tasks[(group_seed + episode) % 3].id}
+    # without a seed, envs made with one seed draw the same tasks
+    assert len({tuple(env.reset()[1]["task_id"] for _ in range(5)) for env in group[:2]}) == 1
+
+
+def test_an_oracle_episode_scores_one(tasks):
+    env = gem.make(ENV_ID, tasks=tasks)
+    obs, info = env.reset(seed=1)
+    task = _task_of(info, tasks)
+    *calls, final = _oracle(task)
+    for action in calls:
+        obs, reward, terminated, truncated, info = env.step(action)
+        assert (reward, terminated, truncated) == (0.0, False, False)
+        assert obs.startswith("<tool_response>") and '"success": true' in obs
+        assert set(info) == {"task_id", "seed", "step"}
+    obs, reward, terminated, truncated, info = env.step(final)
+    assert (reward, terminated, truncated) == (1.0, True, False)
+    assert info["score"] == info["binary"] == 1.0 and all(info["passes"])
+    assert len(info["passes"]) == len(info["required"]) == len(task.rubric)
+
+
+def test_a_vector_env_steps_several_episodes(tasks):
+    for async_mode in (False, True):
+        envs = gem.make_vec([ENV_ID] * 3, tasks=tasks, max_turns=6, async_mode=async_mode)
+        _, infos = envs.reset(seed=[5, 5, 6])  # two envs of one group, one of another
+        assert [i["task_id"] for i in infos] == [tasks[2].id, tasks[2].id, tasks[0].id]
+        scripts = [_oracle(tasks[2]), ["I give up."], _oracle(tasks[0])]
+        rewards = [0.0, 0.0, 0.0]
+        for turn in range(max(map(len, scripts))):
+            active = {i: s[turn] for i, s in enumerate(scripts) if turn < len(s)}
+            _, reward, terminated, truncated, _ = envs.step(active)
+            for i, r, t in zip(active, reward, terminated):
+                if t:
+                    rewards[i] = float(r)
+            assert not truncated.any()
+        assert rewards == [1.0, 0.0, 1.0]
+
+
+@pytest.mark.parametrize("action", [
+    None, 42, {"role": "assistant"}, "<tool_call>{broken", "<tool_call>" * 5000,
+    '<tool_call>{"name": "no__such_tool", "arguments": {}}</tool_call>',
+    '<tool_call>{"name": "contacts__find_contact", "arguments": "not an object"}</tool_call>',
+])
+def test_malformed_actions_never_raise(tasks, action):
+    env = gem.make(ENV_ID, tasks=tasks, max_turns=2)
+    env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step(action)
+    assert reward == 0.0 and isinstance(obs, str)
+    if not terminated:
+        assert '"success": false' in obs
+        env.step(action)  # the turn limit: truncated and scored, not an error
+        assert "score" in env.step(action)[4]
+
+
+def test_bad_settings_are_clear_errors(tasks, tmp_path):
+    with pytest.raises(FileNotFoundError, match="no task file"):
+        gem.make(ENV_ID, tasks=str(tmp_path / "missing.jsonl"))
+    with pytest.raises(ValueError, match="tasks is empty"):
+        gem.make(ENV_ID, tasks=[])
+    env = gem.make(ENV_ID, tasks=tasks)
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step("hello")
+    with pytest.raises(ValueError, match="non-negative int"):
+        env.reset(seed=-1)
