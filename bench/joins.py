@@ -15,7 +15,8 @@ draws the same rows again from the corpus.
 
 The importer's own functions tag each row as it would in an import (parameters: noise left
 out, path ids keyed by the path; fields: ``tag_field``; a response record's id keyed by its
-collection). Precision is the share of the tags the importer assigns that match the label;
+collection; a field it does not convert, read-only in a request or write-only in a response
+(``left_out``), gets no tag). Precision is the share of the tags the importer assigns that match the label;
 recall the share of the label's tags the importer assigns.
 """
 
@@ -47,6 +48,8 @@ def predict(row: dict[str, Any]) -> dict[str, Any]:
     resources = Resources(frozenset(row["collections"]), row["items"])
     name, place, kind = row["field"], row["location"], row["type"]
     about, op_id, parents = row["description"] or "", row["operation"], row["field_path"][:-1]
+    if row.get("left_out"):
+        return found  # read-only in a request, write-only in a response: not converted
     if place in ("query", "header") and is_noise(name, place, about):
         return {**found, "noise": True}
     if place in ("path", "query") and kind in ("string", "integer", None) and (

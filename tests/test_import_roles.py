@@ -16,6 +16,7 @@ from compoenv.graph import ToolGraph
 from compoenv.importers import openapi_spec
 from compoenv.importers.infer import infer_interface, is_noise, tag_field
 from compoenv.importers.resources import Resources, path_key, record_field, resource_of
+from compoenv.roles import AGNOSTIC
 from compoenv.schema import Slot, key_slots
 from compoenv.signature import ToolSignature
 from compoenv.worldmodel import SimulatedService, service_from_spec
@@ -47,6 +48,9 @@ def specs(spec: dict[str, Any]) -> dict[str, Any]:
     ("/v2/tier1/{shortName}/photos", "shortName", "", None),  # a short name: of what?
     ("/reports/{year}", "year", "", None),
     ("/V1.0/ChecklistLibraries/{parentId}/ChecklistItems", "parentId", "", "checklist_library"),
+    ("/v1/travelreimbursements/{guid}/pdf", "guid", "Pdf_GetTravelReimbursementPdf",
+     "travel_reimbursement"),  # one word in the path, two in the operation id
+    ("/v1/travelreimbursements/{guid}", "guid", "", "travelreimbursement"),
 ])
 def test_a_path_parameter_holds_the_id_of_the_collection_before_it(path, param, operation,
                                                                    expected):
@@ -89,6 +93,29 @@ def test_an_operation_addresses_a_collection():
 ])
 def test_transport_noise(name, place, description, noise):
     assert is_noise(name, place, description, ("meta",) if name == "limit" else ()) is noise
+
+
+@pytest.mark.parametrize("parents, noise", [
+    (("consentArtifact", "consent"), True), (("consent",), True), (("credentials",), True),
+    (("signature",), True), (("order",), False), (("event", "schedule"), False),
+])
+def test_fields_of_a_request_s_authorisation_objects_are_noise(parents, noise):
+    assert is_noise("timestamp", "body", "", parents) is noise
+    assert is_noise("timestamp", "response", "", parents) is False  # a reply's record says it
+
+
+@pytest.mark.parametrize("name, kind, fmt", [
+    ("currency", "string", None), ("currencyCode", "string", None), ("url", "string", "uri"),
+    ("link", "string", None), ("image_url", "string", "uri"), ("self", "string", "uri"),
+    ("date", "string", "date"), ("timestamp", "string", "date-time"), ("city", "string", None),
+    ("country", "string", None), ("email", "string", None), ("phone", "string", None),
+])
+def test_generic_slots_get_no_role_beyond_their_kind(name, kind, fmt):
+    """A bare currency, link, date or city says nothing of what it is in the API: it gets no
+    role, or only the role any value of its kind fills (any day, any city)."""
+    tags = tag_field(name, kind, fmt)
+    assert "x-interface" in tags
+    assert tags.get("x-role") is None or tags["x-role"] in AGNOSTIC, tags
 
 
 @pytest.mark.parametrize("name, kind, fmt, description, expected", [
@@ -170,3 +197,14 @@ def test_joins_bench_scores_the_importer_against_labels():
     out = json.loads(proc.stdout)
     assert out["rows"] == 12 and 0 <= out["precision"] <= 1
     assert set(out["per_kind"]) == {"interface", "role", "key", "noise"}
+
+
+def test_joins_bench_leaves_untagged_what_the_importer_does_not_convert():
+    """A request's read-only field (a record's own url) is not an input of the tool."""
+    row = {"id": 1, "split": "dev", "api": "x", "method": "patch", "path": "/roles/",
+           "operation": "", "location": "body", "field": "url", "field_path": ["url"],
+           "parent": "Role", "type": "string", "format": "uri", "enum": None,
+           "description": "", "collections": ["role"], "items": {}, "left_out": False}
+    assert predict(row)["interface"] == "Url"
+    assert predict({**row, "left_out": True}) == {"interface": None, "role": None, "key": None,
+                                                  "noise": False}

@@ -58,10 +58,15 @@ def _fields(root: Any, node: Any, parent: str, prefix: list[str], depth: int,
         schema, inner = _deref(root, value)
         kind = schema.get("type") or ("object" if "properties" in schema else
                                       "array" if "items" in schema else None)
+        # a request's read-only field (a record's own url, its id) the server sets; a
+        # response's write-only one (a password) it never returns: the importer leaves both out
+        flag = "readOnly" if location == "body" else "writeOnly"
         out.append({"location": location, "field": key, "field_path": prefix + [key],
                     "parent": parent, "type": kind, "format": schema.get("format"),
                     "description": str(schema.get("description") or "")[:200],
-                    "required": key in required, "enum": (schema.get("enum") or [])[:5] or None})
+                    "required": key in required, "enum": (schema.get("enum") or [])[:5] or None,
+                    "left_out": (value if isinstance(value, dict) else {}).get(flag) is True
+                    or schema.get(flag) is True})
         if depth < 2:
             _fields(root, schema, inner or parent, prefix + [key], depth + 1, out, location)
 

@@ -61,6 +61,9 @@ _NOISE_TEXT = re.compile(
     r"request id|correlation id|idempotency|selector specifying which fields|"
     r"format of the response|response format|error format)\b", re.I)
 _PAGING = set("meta paging pagination links _links page_info pageinfo".split())
+# objects of authorisation material in a request: a signed consent, a signature, credentials
+_AUTH_OBJECTS = set("consent consent_artifact signature credentials authentication auth "
+                    "authorization".split())
 _PAGING_FIELDS = set("page limit offset first last next prev previous self href key total_pages "
                      "page_size per_page next_link next_token cursor".split())
 _ID_SUFFIXES = ("id", "ids", "uuid", "guid", "sid", "arn")
@@ -101,7 +104,9 @@ def is_noise(name: str, place: str = "body", description: str = "",
              parents: tuple[str, ...] = ()) -> bool:
     """Whether a field is transport rather than a value a user means: every header (auth,
     signing, tracing, ``x-*``), auth and paging parameters, response shaping (``fields``,
-    ``prettyPrint``), and the paging part of a response (``meta.limit``, ``_links.next``).
+    ``prettyPrint``), the fields of a request's authorisation objects (a signed consent
+    artifact, credentials), and the paging part of a response (``meta.limit``,
+    ``_links.next``).
 
     Args:
         name: The field's name.
@@ -118,6 +123,8 @@ def is_noise(name: str, place: str = "body", description: str = "",
                            {snake(p, 200) for p in parents[-2:]} & _PAGING)))
     if place == "path":
         return key in ("access_token", "api_key")
+    if place == "body" and {snake(p, 200) for p in parents} & _AUTH_OBJECTS:
+        return True
     return (key in _NOISE or key.startswith("x_") or (key == "key" and place == "query")
             or bool(_NOISE_TEXT.search(description[:200])))
 

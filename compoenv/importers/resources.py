@@ -42,9 +42,20 @@ def _segments(path: str) -> list[str]:
     return [s.split(":")[0] for s in path.split("/") if s.split(":")[0]]
 
 
-def _noun(segment: str) -> str:
-    """``resourceGroups`` -> ``resource_group``, ``device-roles`` -> ``device_role``."""
-    return singular(snake(segment.split(".")[-1], 60))
+def _noun(segment: str, operation_id: str = "") -> str:
+    """``resourceGroups`` -> ``resource_group``, ``device-roles`` -> ``device_role``; a
+    segment written as one word is split as the operation id writes it
+    (``travelreimbursements`` of ``GetTravelReimbursementPdf`` -> ``travel_reimbursement``)."""
+    noun = singular(snake(segment.split(".")[-1], 60))
+    if "_" in noun or not operation_id:
+        return noun
+    words = snake(operation_id, 200).split("_")
+    for start in range(len(words)):
+        for end in range(start + 2, len(words) + 1):
+            joined = "_".join(words[start:end])
+            if singular(joined).replace("_", "") == noun:
+                return singular(joined)
+    return noun
 
 
 def _action(path: str) -> str | None:
@@ -68,7 +79,7 @@ def resource_of(path: str, operation_id: str = "") -> str | None:
     parts = operation_id.split(".")
     if _segments(path) and _segments(path)[-1] in ("{name}", "{resource}") and len(parts) > 2:
         return _noun(parts[-2])
-    return _noun(literal[-1]) if literal else None
+    return _noun(literal[-1], operation_id) if literal else None
 
 
 def param_key(path: str, param: str, place: str, operation_id: str = "",
@@ -97,13 +108,13 @@ def path_key(path: str, param: str, operation_id: str = "",
         at = -2 if key != "parent" else -3
         return _noun(parts[at]) if len(parts) >= -at + 1 else None
     if key in _BARE_IDS:
-        return _noun(prev) if prev and not _VERSION.match(prev) else None
+        return _noun(prev, operation_id) if prev and not _VERSION.match(prev) else None
     words = key.split("_")
     if words[-1] in _SUFFIXES and len(words) > 1:
         stem = "_".join(words[:-1])
         if stem in _QUALIFIERS:
             return None  # a short name, a display name: of what, the path does not say
-        collection = _noun(before[-1]) if before else ""
+        collection = _noun(before[-1], operation_id) if before else ""
         if collection.replace("_", "") == stem.replace("_", ""):
             return stem
         last = here == len(segments) - 1  # the parameter that picks one of a collection
@@ -111,7 +122,7 @@ def path_key(path: str, param: str, operation_id: str = "",
                 stem in _GENERIC or (last and collections and stem not in collections)))):
             return collection
         return stem
-    nouns = {_noun(s) for s in before}
+    nouns = {_noun(s, operation_id) for s in before}
     return key if key in nouns else _NOUNS.get(key)
 
 
