@@ -54,10 +54,11 @@ def _register() -> None:
     from compoenv.cli.lint import lint
     from compoenv.cli.report import report
     from compoenv.cli.scenarios import scenarios
+    from compoenv.cli.serve import serve
     from compoenv.cli.sft import sft
 
     for command in (demo, generate, services, scenarios, graph, library, sft, export, import_,
-                    doctor, lint, evaluate_command, report):
+                    doctor, lint, evaluate_command, report, serve):
         main.add_command(command)
 
 
