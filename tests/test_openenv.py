@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import runpy
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,7 +27,9 @@ from compoenv.cli import main  # noqa: E402
 from compoenv.compose.verify import oracle_message  # noqa: E402
 from compoenv.integrations.openenv import CompoenvClient  # noqa: E402
 from compoenv.integrations.openenv_app import background_server, bind, make_app  # noqa: E402
-from compoenv.task import Task  # noqa: E402
+from compoenv.task import Task, save_tasks  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -240,3 +245,13 @@ def test_serve_on_a_busy_port_is_a_one_line_error():
         result = CliRunner().invoke(main, ["serve", "--port", str(port), "--num", "1"])
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert f"cannot listen on 127.0.0.1:{port}" in result.output
+
+
+def test_the_client_example_plays_a_served_task_to_reward_one(url, tasks, tmp_path, monkeypatch,
+                                                              capsys):
+    save_tasks(tasks, tmp_path / "tasks.jsonl")
+    monkeypatch.setattr(sys, "argv", ["openenv_client.py", "--url", url, "--tasks",
+                                      str(tmp_path / "tasks.jsonl"), "--task-index", "4"])
+    runpy.run_path(str(ROOT / "examples" / "openenv_client.py"), run_name="__main__")
+    out = capsys.readouterr().out
+    assert f"task {tasks[4].id}" in out and "reward 1.00" in out
