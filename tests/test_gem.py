@@ -9,7 +9,7 @@ import pytest
 
 gem = pytest.importorskip("gem")
 
-from compoenv.actions import ToolCall, render_calls  # noqa: E402
+from compoenv.actions import MAX_ACTION_CHARS, ToolCall, render_calls  # noqa: E402
 from compoenv.compose import Composer, ComposerConfig  # noqa: E402
 from compoenv.compose.verify import oracle_message  # noqa: E402
 from compoenv.integrations.gem import ENV_ID, CompoWorldGemEnv  # noqa: E402
@@ -96,18 +96,20 @@ def test_a_vector_env_steps_several_episodes(tasks):
 
 @pytest.mark.parametrize("action", [
     None, 42, {"role": "assistant"}, "<tool_call>{broken", "<tool_call>" * 5000,
+    "<tool_call>" + "x" * (MAX_ACTION_CHARS + 1),
     '<tool_call>{"name": "no__such_tool", "arguments": {}}</tool_call>',
     '<tool_call>{"name": "contacts__find_contact", "arguments": "not an object"}</tool_call>',
-])
+], ids=["none", "int", "dict", "broken", "unclosed", "oversized", "unknown", "bad_arguments"])
 def test_malformed_actions_never_raise(tasks, action):
     env = gem.make(ENV_ID, tasks=tasks, max_turns=2)
     env.reset(seed=0)
     obs, reward, terminated, truncated, info = env.step(action)
     assert reward == 0.0 and isinstance(obs, str)
+    assert terminated is isinstance(action, dict)  # a message without text is a final reply
     if not terminated:
         assert '"success": false' in obs
-        env.step(action)  # the turn limit: truncated and scored, not an error
-        assert "score" in env.step(action)[4]
+        _, _, terminated, truncated, info = env.step(action)  # the turn limit: scored
+        assert (terminated, truncated) == (False, True) and info["score"] == 0.0
 
 
 def test_bad_settings_are_clear_errors(tasks, tmp_path):
@@ -120,3 +122,26 @@ def test_bad_settings_are_clear_errors(tasks, tmp_path):
         env.step("hello")
     with pytest.raises(ValueError, match="non-negative int"):
         env.reset(seed=-1)
+
+
+def test_the_roll_example_config_makes_the_env_as_roll_does(tasks, task_file):
+    omegaconf = pytest.importorskip("omegaconf")
+    from pathlib import Path
+
+    config = omegaconf.OmegaConf.load(Path(__file__).parent.parent / "rl/roll/compoenv_grpo.yaml")
+    env_cfg = omegaconf.OmegaConf.to_container(config.custom_envs.CompoWorld, resolve=True)
+    assert env_cfg["env_type"] == ENV_ID
+    config_kwargs = {**env_cfg["env_config"], "tasks": task_file, "seed": 99}  # group seed
+    env = gem.make(env_id=env_cfg["env_type"], **config_kwargs)  # TrajEnvManager's call
+    assert env.env.max_steps == env_cfg["max_steps"]
+    obs, info = env.reset(seed=99 + 2)
+    assert info["task_id"] == tasks[(99 + 2) % 3].id
+    assert env_cfg["agent_template"].format(observation=obs) == obs
+    module, _, name = env_cfg["env_manager_cls"].rpartition(".")
+    imported = __import__(module, fromlist=[name])  # ROLL's safe_import_class
+    try:
+        manager = getattr(imported, name)
+    except ImportError as exc:  # ROLL itself is not installed here
+        assert "ROLL" in str(exc)
+    else:
+        assert manager.__module__ == "roll.pipeline.agentic.env_manager.traj_env_manager"

@@ -270,3 +270,27 @@ def test_an_episode_cut_short_is_scored_as_it_stands(tasks):
         metrics = env.get_metrics()
     assert metrics["finished"] == 0.0 and len(metrics["passes"]) == len(task.rubric)
     assert metrics == env.get_metrics()  # scored once
+
+
+def test_the_prepare_data_script_writes_the_train_and_validation_splits(tasks, tmp_path, capsys):
+    import importlib.util
+    from pathlib import Path
+
+    from compoenv.task import save_tasks
+
+    script = Path(__file__).parent.parent / "rl/skyrl/prepare_data.py"
+    spec = importlib.util.spec_from_file_location("skyrl_prepare_data", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    save_tasks(tasks, tmp_path / "tasks.jsonl")
+    assert module.main(["--tasks", str(tmp_path / "tasks.jsonl"), "--val-size", "1",
+                        "--format", "jsonl", "--output-dir", str(tmp_path / "out")]) == 0
+    train = (tmp_path / "out/train.jsonl").read_text().splitlines()
+    validation = (tmp_path / "out/validation.jsonl").read_text().splitlines()
+    assert [json.loads(line)["extra_info"]["task_id"] for line in train + validation] == [
+        t.id for t in tasks]
+    assert "train: 2 rows" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        module.main(["--tasks", str(tmp_path / "none.jsonl"), "--output-dir", str(tmp_path)])
+    assert "--tasks:" in capsys.readouterr().err

@@ -80,7 +80,8 @@ class CompoWorldGemEnv(gem.Env):
             verified task from each seed (slow: seconds a task).
         seed: Seeds the generator that draws a seed when ``reset`` gets none.
         mode: ``direct`` (the task's tools) or ``gateway`` (four meta-tools).
-        max_turns: Actions per episode before truncation (default: CompoWorldEnv's).
+        max_turns: Actions per episode before truncation (``max_steps`` is taken too);
+            default: the longest solution of ``tasks`` plus four, at least 20.
         reward: ``rubric`` (the weighted rubric score) or ``binary``.
         library: Library folders whose services join the built-in ones.
         **env_kwargs: Other ``CompoWorldEnv`` arguments (``world_model``, ``hops``, ...).
@@ -96,6 +97,7 @@ class CompoWorldGemEnv(gem.Env):
         if self.tasks is not None and not self.tasks:
             raise ValueError(f"tasks is empty ({tasks}): give at least one task, or leave it "
                              "out to compose a task from each seed")
+        max_turns = max_turns or env_kwargs.pop("max_steps", None)  # CompoWorldEnv's word
         if max_turns is None and self.tasks:
             max_turns = max(20, max(len(t.solution) for t in self.tasks) + 4)
         self.env = CompoWorldEnv(mode=mode, max_steps=max_turns, reward=reward,
