@@ -1,0 +1,231 @@
+"""verl agent loop: a compoenv episode played token by token through verl's rollout servers.
+
+``CompoWorldAgentLoop`` is registered in verl as ``compoenv`` (the ``agent_name`` column of
+``compoenv.integrations.verl_data`` rows; ``rl/verl/agent_loop.yaml`` registers it by config
+path too). Each dataset row carries its task as JSON in ``extra_info["task"]``; the loop plays
+that task in a fresh ``CompoWorldEnv`` with compoenv's async episode runner
+(``compoenv.rollout.play_episode``), the policy being verl's server manager behind
+``_TokenPolicy``. Tokens are built with verl's own Continuous Token builder (the model family's
+chat template, the task's tool listing): the prompt once, then each reply as the model's token
+ids (mask 1, logprobs kept) and each turn of tool results as the template's delta (mask 0). The
+rubric score is the ``reward_score``; ``extra_fields`` holds the pass vector and the episode's
+statistics (``reward_extra_info`` is what verl logs per sample).
+
+Settings (keys of the agent-loop yaml entry, passed as keyword arguments by verl):
+    mode: ``direct`` or ``gateway`` (default: the row's ``extra_info["mode"]``, else direct).
+    max_steps: Actions per episode before the env truncates it (default: the env's).
+    reward: ``rubric`` (weighted criteria, default) or ``binary`` (all required pass).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Mapping
+from uuid import uuid4
+
+try:
+    from verl.experimental.agent_loop.agent_loop import (
+        AgentLoopBase,
+        AgentLoopMetrics,
+        AgentLoopOutput,
+        register,
+    )
+except ImportError as exc:  # verl is an optional extra
+    raise ImportError("compoenv.integrations.verl needs verl: pip install 'compoenv[verl]' "
+                      f"(verl 0.9; {exc})") from exc
+
+from compoenv.agents.endpoint import Turn, split_reasoning
+from compoenv.env import MODES, CompoWorldEnv
+from compoenv.integrations.verl_data import AGENT_NAME
+from compoenv.rollout import play_episode
+from compoenv.task import Task
+
+__all__ = ["AGENT_NAME", "CompoWorldAgentLoop", "TaskRowError", "task_of"]
+
+_REWARDS = ("rubric", "binary")
+
+
+class TaskRowError(ValueError):
+    """A dataset row that does not carry a playable task (see compoenv.integrations.verl_data)."""
+
+
+def task_of(fields: Mapping[str, Any]) -> Task:
+    """The task a verl row carries in ``extra_info["task"]`` (its JSON, or the task's dict).
+
+    Raises:
+        TaskRowError: The row has no task, or it is not a valid task.
+    """
+    extra = fields.get("extra_info")
+    raw = extra.get("task") if isinstance(extra, Mapping) else None
+    if not raw:
+        keys = sorted(extra) if isinstance(extra, Mapping) else type(extra).__name__
+        raise TaskRowError(f"the row's extra_info has no 'task' (it has {keys}); write the "
+                           "dataset with compoenv.integrations.verl_data.write_verl_dataset")
+    try:
+        return Task.coerce(json.loads(raw) if isinstance(raw, str) else dict(raw))
+    except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
+        raise TaskRowError(f"extra_info['task'] is not a valid task: "
+                           f"{str(exc).splitlines()[0]}") from exc
+
+
+class _TokenPolicy:
+    """verl's server manager as compoenv's async agent (``respond(messages, tools) -> Turn``),
+    keeping the episode's token stream: prompt, then replies (mask 1) and tool turns (mask 0).
+
+    A reply that cannot be asked for (the response budget or the turn limit is spent, or the
+    next tool turn does not fit) is an empty final answer: the episode ends and is scored as it
+    stands. ``stop`` says why the stream ended.
+    """
+
+    name = "verl"
+
+    def __init__(self, loop: CompoWorldAgentLoop, sampling_params: dict[str, Any]) -> None:
+        self.loop, self.sampling_params = loop, sampling_params
+        self.request_id = uuid4().hex  # one id per episode: the server keeps its prefix cache
+        self.ids: list[int] = []
+        self.prompt_length = 0
+        self.mask: list[int] = []
+        self.logprobs: list[float] | None = None
+        self.shown = 0  # messages already in the token stream
+        self.replies = self.tool_turns = 0
+        self.stop = "done"
+        self.generating = self.stepping = 0.0
+        self._answered: float | None = None
+
+    async def respond(self, messages: list[dict[str, Any]],
+                      tools: list[dict[str, Any]]) -> Turn:
+        """The policy's next reply to the transcript (its tokens join the stream)."""
+        now = time.perf_counter()
+        if self._answered is not None:
+            self.stepping += now - self._answered  # the env ran the last reply meanwhile
+        turn = await self._reply(list(messages), tools)
+        self._answered = time.perf_counter()
+        return turn
+
+    async def _reply(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Turn:
+        loop = self.loop
+        if loop.max_replies and self.replies >= loop.max_replies:
+            return self._give_up("max_assistant_turns")  # the stream ends on the model's reply
+        if not self.ids:
+            self.ids = await loop.ct_build_initial_tokens(messages, tools=tools)
+            self.prompt_length = len(self.ids)
+        elif not await self._show_results(messages, tools):
+            return self._give_up("response_length")
+        self.shown = len(messages)
+        budget = loop.response_length - len(self.mask)
+        if budget <= 0:
+            return self._give_up("response_length")
+        start = time.perf_counter()
+        output = await loop.server_manager.generate(
+            request_id=self.request_id, prompt_ids=list(self.ids),
+            sampling_params={**self.sampling_params, "max_tokens": budget})
+        self.generating += time.perf_counter() - start
+        self.replies += 1
+        if output.log_probs and self.logprobs is None:
+            self.logprobs = [0.0] * len(self.mask)  # a server that starts giving logprobs
+        merged, self.mask, logprobs = await loop.ct_merge_assistant_token(
+            self.ids, list(output.token_ids), self.mask, self.logprobs,
+            assistant_logprobs=list(output.log_probs) if self.logprobs is not None else None)
+        self.ids, self.logprobs = merged.token_ids, logprobs
+        if len(self.mask) >= loop.response_length:  # cut off: the env plays what there is
+            self.stop = "response_length"
+        return Turn(split_reasoning(self._text(output.token_ids)), completion_tokens=len(
+            output.token_ids), prompt_tokens=len(self.ids) - len(output.token_ids))
+
+    async def _show_results(self, messages: list[dict[str, Any]],
+                            tools: list[dict[str, Any]]) -> bool:
+        """Append the tool turn the env added after the last reply; False if it cannot fit."""
+        replied = self.shown + 1  # the env logs the reply as one assistant message: its tokens
+        merged, mask, logprobs = await self.loop.ct_merge_context_msg(  # are in the stream
+            messages[:replied], messages, self.ids, self.mask, self.logprobs, tools=tools)
+        if len(mask) >= self.loop.response_length:
+            return False
+        self.ids, self.mask, self.logprobs = merged.token_ids, mask, logprobs
+        self.tool_turns += 1
+        return True
+
+    def _give_up(self, why: str) -> Turn:
+        self.stop = why
+        return Turn({"role": "assistant", "content": ""})
+
+    def _text(self, token_ids: list[int]) -> str:
+        """The reply as text: special tokens inside it kept (some models mark tool calls with
+        them), the end-of-turn tokens that close it dropped."""
+        ids, special = list(token_ids), set(self.loop.tokenizer.all_special_ids)
+        while ids and ids[-1] in special:
+            ids.pop()
+        return str(self.loop.tokenizer.decode(ids, skip_special_tokens=False))
+
+
+@register(AGENT_NAME)
+class CompoWorldAgentLoop(AgentLoopBase):
+    """A compoenv episode per dataset row (see the module docstring).
+
+    Args:
+        *args: verl's AgentLoopBase arguments (trainer config, server manager, tokenizer, ...).
+        mode: ``direct`` or ``gateway``; default: the row's ``extra_info["mode"]``, else direct.
+        max_steps: Actions per episode before truncation (default: the env's).
+        reward: ``rubric`` or ``binary``: what ``reward_score`` holds.
+        tools: verl's tool list for ToolAgentLoop; unused (the tools are the task's).
+        **kwargs: Passed on to AgentLoopBase.
+    """
+
+    def __init__(self, *args: Any, mode: str | None = None, max_steps: int | None = None,
+                 reward: str = "rubric", tools: Any = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if mode is not None and mode not in MODES:
+            raise ValueError(f"compoenv agent loop: mode must be one of {MODES}, got {mode!r}")
+        if reward not in _REWARDS:
+            raise ValueError(f"compoenv agent loop: reward must be one of {_REWARDS}, "
+                             f"got {reward!r}")
+        if max_steps is not None and int(max_steps) < 1:
+            raise ValueError(f"compoenv agent loop: max_steps must be >= 1, got {max_steps}")
+        self.mode, self.reward = mode, reward
+        self.max_steps = None if max_steps is None else int(max_steps)
+        self.response_length = int(self.rollout_config.response_length)
+        self.max_replies = self.rollout_config.multi_turn.get("max_assistant_turns") or 0
+
+    async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
+        """Play the row's task (``extra_info["task"]``) with the policy; see the module docstring.
+
+        Raises:
+            TaskRowError: The row carries no valid task.
+        """
+        task = task_of(kwargs)
+        extra = kwargs.get("extra_info")
+        mode = self.mode or (extra.get("mode") if isinstance(extra, Mapping) else None) or "direct"
+        if mode not in MODES:
+            raise TaskRowError(f"extra_info['mode'] must be one of {MODES}, got {mode!r}")
+        env = CompoWorldEnv(mode=mode, max_steps=self.max_steps, reward=self.reward)
+        policy = _TokenPolicy(self, sampling_params)
+        record = await play_episode(policy, task, env, source="verl")
+        meta = record["meta"]
+        if policy.stop == "done" and meta["finish_reason"] == "max_steps":
+            policy.stop = "max_steps"
+        n = self.response_length
+        return AgentLoopOutput(
+            prompt_ids=policy.ids[:policy.prompt_length],
+            response_ids=policy.ids[policy.prompt_length:][:n],
+            response_mask=policy.mask[:n],
+            response_logprobs=None if policy.logprobs is None else policy.logprobs[:n],
+            reward_score=float(meta["rubric_score"] if self.reward == "rubric"
+                               else meta["score"]),
+            num_turns=1 + policy.replies + policy.tool_turns,
+            metrics=AgentLoopMetrics(generate_sequences=policy.generating,
+                                     tool_calls=policy.stepping),
+            extra_fields=_extra_fields(meta, policy.stop))
+
+
+def _extra_fields(meta: dict[str, Any], stop: str) -> dict[str, Any]:
+    """The episode's outcome for verl's batch: the pass vector with its criterion ids, and the
+    scalar statistics verl logs per sample (``reward_extra_info``; the same keys every time)."""
+    passes = [int(bool(c["passed"])) for c in meta["rubric"]]
+    stats = {"rubric_score": float(meta["rubric_score"]), "completed": float(meta["score"]),
+             "net_score": float(meta["net_score"]),
+             "pass_rate": sum(passes) / max(len(passes), 1),
+             "tool_calls": float(meta["n_tool_calls"]), "steps": float(meta["n_steps"]),
+             "cut_short": float(stop in ("response_length", "max_assistant_turns"))}
+    return {"task_id": meta["task_id"], "passes": passes,
+            "criteria": [str(c["id"]) for c in meta["rubric"]], "stop_reason": stop,
+            "reward_extra_info": stats}
