@@ -77,6 +77,19 @@ def test_an_oracle_episode_scores_one(tasks):
     assert len(info["passes"]) == len(info["required"]) == len(task.rubric)
 
 
+def test_gems_observation_wrapper_concatenates_the_episode(tasks):
+    from gem.wrappers.episode_tracking_wrapper import EpisodeTrackingWrapper
+    from gem.wrappers.observation_wrapper import ObservationWrapper
+
+    # GEM's "concat_with_action,episode_tracking" wrappers
+    env = ObservationWrapper(gem.make(ENV_ID, tasks=tasks), include_chat_template=False)
+    env = EpisodeTrackingWrapper(env)
+    opening, _ = env.reset(seed=2)
+    first, *_ = _oracle(tasks[2])
+    obs, _, _, _, info = env.step(first)
+    assert obs.startswith(opening) and first in obs and "<tool_response>" in obs
+    assert info["step_counter"] == 1 and env.unwrapped.seed == 2
+
 def test_a_vector_env_steps_several_episodes(tasks):
     for async_mode in (False, True):
         envs = gem.make_vec([ENV_ID] * 3, tasks=tasks, max_turns=6, async_mode=async_mode)
@@ -145,3 +158,13 @@ def test_the_roll_example_config_makes_the_env_as_roll_does(tasks, task_file):
         assert "ROLL" in str(exc)
     else:
         assert manager.__module__ == "roll.pipeline.agentic.env_manager.traj_env_manager"
+
+
+def test_without_gem_the_import_error_names_the_extra(monkeypatch):
+    import importlib
+    import sys
+
+    monkeypatch.setitem(sys.modules, "gem", None)  # as if not installed
+    monkeypatch.delitem(sys.modules, "compoenv.integrations.gem")
+    with pytest.raises(ImportError, match=r"compoenv\[gem\]"):
+        importlib.import_module("compoenv.integrations.gem")

@@ -294,3 +294,13 @@ def test_the_prepare_data_script_writes_the_train_and_validation_splits(tasks, t
     with pytest.raises(SystemExit):
         module.main(["--tasks", str(tmp_path / "none.jsonl"), "--output-dir", str(tmp_path)])
     assert "--tasks:" in capsys.readouterr().err
+
+
+def test_without_skyrl_gym_the_import_error_names_the_extra(monkeypatch):
+    import importlib
+    import sys
+
+    monkeypatch.setitem(sys.modules, "skyrl_gym", None)  # as if not installed
+    monkeypatch.delitem(sys.modules, "compoenv.integrations.skyrl")
+    with pytest.raises(ImportError, match=r"compoenv\[skyrl\]"):
+        importlib.import_module("compoenv.integrations.skyrl")
