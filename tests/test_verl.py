@@ -179,20 +179,21 @@ def test_a_malformed_tool_call_is_an_error_result_and_the_episode_goes_on(
     assert out.reward_score == 1.0  # the broken call changed nothing; the oracle did the work
 
 
-@pytest.mark.parametrize("limit, stop", [({"max_assistant_turns": 1}, "max_assistant_turns"),
-                                         ({"max_steps": 1}, "max_steps")])
+@pytest.mark.parametrize("turns, settings, stop", [
+    ({"max_assistant_turns": 1}, {}, "max_assistant_turns"),
+    ({}, {"max_steps": 1, "reward": "binary"}, "max_steps")])
 def test_a_turn_limit_ends_the_episode_and_it_is_scored_as_it_stands(
-        model_path, tokenizer, tasks, limit, stop):
+        model_path, tokenizer, tasks, turns, settings, stop):
     task = tasks[0]
     server = ScriptedServer(tokenizer, {task.instruction: oracle_actions(task)})
-    turns = {k: v for k, v in limit.items() if k == "max_assistant_turns"}
-    settings = {k: v for k, v in limit.items() if k == "max_steps"}
     out = play(verl_config(model_path, **turns), server, tokenizer, task, **settings)
     assert len(server.replies) == 1
     assert out.extra_fields["stop_reason"] == stop
     assert out.response_ids == server.replies[0] and out.response_mask == [1] * len(
         server.replies[0])
-    assert 0.0 <= out.reward_score < 1.0 and 0 in out.extra_fields["passes"]
+    stats = out.extra_fields["reward_extra_info"]
+    assert 0 in out.extra_fields["passes"] and stats["completed"] == 0.0
+    assert out.reward_score == (0.0 if settings.get("reward") else stats["rubric_score"])
 
 
 def test_the_tiny_model_fills_the_response_budget_and_the_loop_stops_there(model_path, tokenizer,
@@ -237,7 +238,7 @@ def test_verls_worker_runs_exported_rows_by_agent_name_and_config_path(
         ROOT / "rl" / "verl" / "agent_loop.yaml")
     scripts = {t.instruction: oracle_actions(t) for t in tasks}
     worker = AgentLoopWorker(config, ScriptedServer(tokenizer, scripts))
-    assert _agent_loop_registry["compoenv"]["max_steps"] == 16  # the yaml's entry won
+    assert _agent_loop_registry["compoenv"]["reward"] == "rubric"  # the yaml's entry won
     # the rows load back through verl's own dataset class and collate into a batch
     dataset = RLHFDataset(str(path), tokenizer, config.data)
     rows = [dataset[i] for i in range(len(dataset))]
@@ -249,9 +250,10 @@ def test_verls_worker_runs_exported_rows_by_agent_name_and_config_path(
     scores, width = out.batch["rm_scores"], out.batch["prompts"].shape[1]
     last = out.batch["attention_mask"][:, width:].sum(1) - 1  # the last response token
     assert scores.sum(1).tolist() == [1.0, 1.0] and scores[[0, 1], last].tolist() == [1.0, 1.0]
-    assert out.meta_info["reward_extra_keys"] == ["rubric_score", "completed", "net_score",
-                                                  "pass_rate", "tool_calls", "steps",
-                                                  "cut_short"]
+    assert out.meta_info["reward_extra_keys"] == ["acc", "rubric_score", "completed",
+                                                  "net_score", "pass_rate", "tool_calls",
+                                                  "steps", "cut_short"]
+    assert out.non_tensor_batch["acc"].tolist() == [1.0, 1.0]
     assert list(out.non_tensor_batch["task_id"]) == [t.id for t in tasks]
 
 
@@ -276,6 +278,18 @@ def test_a_row_without_a_playable_task_is_a_clear_error(model_path, tokenizer, e
         loop = make_loop(verl_config(model_path), None, tokenizer)
         return await loop.run({}, raw_prompt=[], extra_info=extra)
     with pytest.raises(TaskRowError, match=message):
+        asyncio.run(run())
+
+
+def test_a_task_of_services_the_worker_lacks_names_the_library_variable(model_path, tokenizer,
+                                                                        tasks):
+    task = json.loads(tasks[0].to_json())
+    task["services"] = ["ledger_of_nowhere", *task["services"]]
+
+    async def run() -> Any:
+        loop = make_loop(verl_config(model_path), None, tokenizer)
+        return await loop.run({}, raw_prompt=[], extra_info={"task": json.dumps(task)})
+    with pytest.raises(TaskRowError, match="cannot be played here.*COMPOENV_LIBRARY"):
         asyncio.run(run())
 
 

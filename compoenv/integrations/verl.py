@@ -13,12 +13,14 @@ statistics (``reward_extra_info`` is what verl logs per sample).
 
 Settings (keys of the agent-loop yaml entry, passed as keyword arguments by verl):
     mode: ``direct`` or ``gateway`` (default: the row's ``extra_info["mode"]``, else direct).
-    max_steps: Actions per episode before the env truncates it (default: the env's).
+    max_steps: Actions per episode before the env truncates it (default: the env's for the
+        task: at least 20, and 4 more than the solution's calls).
     reward: ``rubric`` (weighted criteria, default) or ``binary`` (all required pass).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from typing import Any, Mapping
@@ -31,6 +33,7 @@ try:
         AgentLoopOutput,
         register,
     )
+    from verl.utils.rollout_trace import rollout_trace_op
 except ImportError as exc:  # verl is an optional extra
     raise ImportError("compoenv.integrations.verl needs verl: pip install 'compoenv[verl]' "
                       f"(verl 0.9; {exc})") from exc
@@ -38,8 +41,9 @@ except ImportError as exc:  # verl is an optional extra
 from compoenv.agents.endpoint import Turn, split_reasoning
 from compoenv.env import MODES, CompoWorldEnv
 from compoenv.integrations.verl_data import AGENT_NAME
+from compoenv.registry import LIBRARY_ENV
 from compoenv.rollout import play_episode
-from compoenv.task import Task
+from compoenv.task import Task, TaskFileError
 
 __all__ = ["AGENT_NAME", "CompoWorldAgentLoop", "TaskRowError", "task_of"]
 
@@ -80,8 +84,8 @@ class _TokenPolicy:
 
     name = "verl"
 
-    def __init__(self, loop: CompoWorldAgentLoop, sampling_params: dict[str, Any]) -> None:
-        self.loop, self.sampling_params = loop, sampling_params
+    def __init__(self, agent_loop: CompoWorldAgentLoop, sampling_params: dict[str, Any]) -> None:
+        self.agent_loop, self.sampling_params = agent_loop, sampling_params
         self.request_id = uuid4().hex  # one id per episode: the server keeps its prefix cache
         self.ids: list[int] = []
         self.prompt_length = 0
@@ -104,7 +108,7 @@ class _TokenPolicy:
         return turn
 
     async def _reply(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Turn:
-        loop = self.loop
+        loop = self.agent_loop
         if loop.max_replies and self.replies >= loop.max_replies:
             return self._give_up("max_assistant_turns")  # the stream ends on the model's reply
         if not self.ids:
@@ -136,10 +140,12 @@ class _TokenPolicy:
     async def _show_results(self, messages: list[dict[str, Any]],
                             tools: list[dict[str, Any]]) -> bool:
         """Append the tool turn the env added after the last reply; False if it cannot fit."""
-        replied = self.shown + 1  # the env logs the reply as one assistant message: its tokens
-        merged, mask, logprobs = await self.loop.ct_merge_context_msg(  # are in the stream
-            messages[:replied], messages, self.ids, self.mask, self.logprobs, tools=tools)
-        if len(mask) >= self.loop.response_length:
+        # the env logged the reply as one assistant message, whose tokens are in the stream
+        replied = messages[:self.shown + 1]
+        agent_loop = self.agent_loop
+        merged, mask, logprobs = await agent_loop.ct_merge_context_msg(
+            replied, messages, self.ids, self.mask, self.logprobs, tools=tools)
+        if len(mask) >= agent_loop.response_length:
             return False
         self.ids, self.mask, self.logprobs = merged.token_ids, mask, logprobs
         self.tool_turns += 1
@@ -152,10 +158,11 @@ class _TokenPolicy:
     def _text(self, token_ids: list[int]) -> str:
         """The reply as text: special tokens inside it kept (some models mark tool calls with
         them), the end-of-turn tokens that close it dropped."""
-        ids, special = list(token_ids), set(self.loop.tokenizer.all_special_ids)
+        tokenizer = self.agent_loop.tokenizer
+        ids, special = list(token_ids), set(tokenizer.all_special_ids)
         while ids and ids[-1] in special:
             ids.pop()
-        return str(self.loop.tokenizer.decode(ids, skip_special_tokens=False))
+        return str(tokenizer.decode(ids, skip_special_tokens=False))
 
 
 @register(AGENT_NAME)
@@ -165,7 +172,7 @@ class CompoWorldAgentLoop(AgentLoopBase):
     Args:
         *args: verl's AgentLoopBase arguments (trainer config, server manager, tokenizer, ...).
         mode: ``direct`` or ``gateway``; default: the row's ``extra_info["mode"]``, else direct.
-        max_steps: Actions per episode before truncation (default: the env's).
+        max_steps: Actions per episode before truncation (default: the env's for the task).
         reward: ``rubric`` or ``binary``: what ``reward_score`` holds.
         tools: verl's tool list for ToolAgentLoop; unused (the tools are the task's).
         **kwargs: Passed on to AgentLoopBase.
@@ -186,18 +193,25 @@ class CompoWorldAgentLoop(AgentLoopBase):
         self.response_length = int(self.rollout_config.response_length)
         self.max_replies = self.rollout_config.multi_turn.get("max_assistant_turns") or 0
 
+    @rollout_trace_op  # traced like verl's own loops when rollout tracing is on
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         """Play the row's task (``extra_info["task"]``) with the policy; see the module docstring.
 
         Raises:
-            TaskRowError: The row carries no valid task.
+            TaskRowError: The row carries no valid task, or one whose services are missing.
         """
         task = task_of(kwargs)
         extra = kwargs.get("extra_info")
         mode = self.mode or (extra.get("mode") if isinstance(extra, Mapping) else None) or "direct"
         if mode not in MODES:
             raise TaskRowError(f"extra_info['mode'] must be one of {MODES}, got {mode!r}")
-        env = CompoWorldEnv(mode=mode, max_steps=self.max_steps, reward=self.reward)
+        try:  # checked against the registry here (a task of a library the worker lacks)
+            env = await asyncio.to_thread(CompoWorldEnv, [task], mode=mode,
+                                          max_steps=self.max_steps)
+        except TaskFileError as exc:
+            raise TaskRowError(f"task {task.id} cannot be played here: {exc} (are the "
+                               f"libraries it was composed with in {LIBRARY_ENV} on every "
+                               "rollout worker?)") from exc
         policy = _TokenPolicy(self, sampling_params)
         record = await play_episode(policy, task, env, source="verl")
         meta = record["meta"]
@@ -221,7 +235,8 @@ def _extra_fields(meta: dict[str, Any], stop: str) -> dict[str, Any]:
     """The episode's outcome for verl's batch: the pass vector with its criterion ids, and the
     scalar statistics verl logs per sample (``reward_extra_info``; the same keys every time)."""
     passes = [int(bool(c["passed"])) for c in meta["rubric"]]
-    stats = {"rubric_score": float(meta["rubric_score"]), "completed": float(meta["score"]),
+    completed = float(meta["score"])  # as "acc" too: verl's core validation metric
+    stats = {"acc": completed, "rubric_score": float(meta["rubric_score"]), "completed": completed,
              "net_score": float(meta["net_score"]),
              "pass_rate": sum(passes) / max(len(passes), 1),
              "tool_calls": float(meta["n_tool_calls"]), "steps": float(meta["n_steps"]),

@@ -68,7 +68,6 @@ PY
   actor_rollout_ref.rollout.tensor_model_parallel_size=1 \
   actor_rollout_ref.rollout.gpu_memory_utilization=0.6 \
   actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4 \
-  actor_rollout_ref.rollout.multi_turn.max_assistant_turns=16 \
   actor_rollout_ref.rollout.agent.agent_loop_config_path="$ROOT/rl/verl/agent_loop.yaml" \
   actor_rollout_ref.rollout.agent.default_agent_loop=compoenv \
   trainer.critic_warmup=0 \
