@@ -96,15 +96,18 @@ def test_a_vector_env_steps_several_episodes(tasks):
         _, infos = envs.reset(seed=[5, 5, 6])  # two envs of one group, one of another
         assert [i["task_id"] for i in infos] == [tasks[2].id, tasks[2].id, tasks[0].id]
         scripts = [_oracle(tasks[2]), ["I give up."], _oracle(tasks[0])]
-        rewards = [0.0, 0.0, 0.0]
+        rewards, finals = [0.0, 0.0, 0.0], [{}, {}, {}]
         for turn in range(max(map(len, scripts))):
             active = {i: s[turn] for i, s in enumerate(scripts) if turn < len(s)}
-            _, reward, terminated, truncated, _ = envs.step(active)
-            for i, r, t in zip(active, reward, terminated):
-                if t:
-                    rewards[i] = float(r)
+            _, reward, terminated, truncated, step_infos = envs.step(active)
+            for i, r, t, info in zip(active, reward, terminated, step_infos):
+                if t:  # autoreset: the info is the next episode's, the final one within it
+                    rewards[i], finals[i] = float(r), info["prev_episode"]
+                    assert info["step"] == 0 and "prev_episode" not in envs.envs[i].reset()[1]
             assert not truncated.any()
         assert rewards == [1.0, 0.0, 1.0]
+        assert [f["task_id"] for f in finals] == [i["task_id"] for i in infos]
+        assert [all(f["passes"]) for f in finals] == [True, False, True]
 
 
 @pytest.mark.parametrize("action", [
@@ -168,3 +171,20 @@ def test_without_gem_the_import_error_names_the_extra(monkeypatch):
     monkeypatch.delitem(sys.modules, "compoenv.integrations.gem")
     with pytest.raises(ImportError, match=r"compoenv\[gem\]"):
         importlib.import_module("compoenv.integrations.gem")
+
+
+def test_the_play_groups_script_plays_one_task_per_group(capsys):
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).parent.parent / "rl/roll/play_groups.py"
+    spec = importlib.util.spec_from_file_location("roll_play_groups", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.main(["--groups", "2", "--group-size", "3", "--seed", "5"])
+    out = capsys.readouterr().out
+    groups = [line for line in out.splitlines() if line.startswith("group ")]
+    rollouts = [line for line in out.splitlines() if "group reward" in line]
+    assert len(groups) == 2 and len(rollouts) == 6
+    assert all(line.endswith("1.000") for line in rollouts[2::3])  # the full oracle tops

@@ -20,7 +20,10 @@ Malformed actions come back as error envelopes, never as exceptions.
 
 ``info`` stays small (GEM's vector envs deep-copy it each step, and ROLL merges it into its
 history records): ``task_id``, ``seed`` and ``step``; at the end also ``score``, ``binary``,
-``net_score`` and the criterion ``passes`` and ``required`` flags.
+``net_score`` and the criterion ``passes`` and ``required`` flags. A vector env's autoreset
+returns the next episode's reset info in place of the final one, so the reset after an ended
+episode carries its final info as ``prev_episode`` (as GEM's episode tracking keeps
+``prev_ep_*`` counts).
 
 ROLL imports env managers by dotted path, so ``env_manager_cls:
 compoenv.integrations.gem.TrajEnvManager`` registers this env in every ROLL env worker and
@@ -105,12 +108,14 @@ class CompoWorldGemEnv(gem.Env):
         self._draws = np.random.default_rng(seed)
         self.seed: int | None = None
         self.tools: list[dict[str, Any]] = []
+        self._ended: dict[str, Any] | None = None  # the last episode's final info
 
     def reset(self, seed: int | None = None) -> tuple[str, dict[str, Any]]:
         """Start the episode of ``seed``'s task (a drawn seed when None).
 
         Returns:
-            The opening observation and ``{"task_id", "seed", "step"}``.
+            The opening observation and ``{"task_id", "seed", "step"}``, with
+            ``prev_episode`` (the final info of the episode just ended) when one ended.
         """
         # GEM's Env.reset seeds the global random modules; the task depends on the seed alone
         # and vector envs step in threads, so the process-wide generators are left alone.
@@ -122,14 +127,20 @@ class CompoWorldGemEnv(gem.Env):
         options = None if self.tasks is None else {"task": self.tasks[self.seed % len(self.tasks)]}
         obs, info = self.env.reset(seed=self.seed, options=options)
         self.tools = list(info["tools"])
-        return obs, self._info(info)
+        out = self._info(info)
+        if self._ended is not None:  # a vector env's autoreset replaces the final info
+            out["prev_episode"], self._ended = self._ended, None
+        return obs, out
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """Run the tool calls in ``action``; a reply without one is final and is scored."""
         if self.env.session is None:
             raise RuntimeError("call reset() before step()")
         obs, reward, terminated, truncated, info = self.env.step(action)
-        return obs, float(reward), bool(terminated), bool(truncated), self._info(info)
+        out = self._info(info)
+        if "passes" in out:
+            self._ended = dict(out)
+        return obs, float(reward), bool(terminated), bool(truncated), out
 
     def _info(self, info: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {"task_id": info["task"]["id"], "seed": self.seed,
