@@ -133,6 +133,7 @@ def test_bad_settings_are_clear_errors(tasks, tmp_path):
         gem.make(ENV_ID, tasks=str(tmp_path / "missing.jsonl"))
     with pytest.raises(ValueError, match="tasks is empty"):
         gem.make(ENV_ID, tasks=[])
+    assert gem.make(ENV_ID, tasks=tasks, max_steps=7).env.max_steps == 7  # CompoWorldEnv's name
     env = gem.make(ENV_ID, tasks=tasks)
     with pytest.raises(RuntimeError, match="reset"):
         env.step("hello")

@@ -100,7 +100,8 @@ class CompoWorldGemEnv(gem.Env):
         if self.tasks is not None and not self.tasks:
             raise ValueError(f"tasks is empty ({tasks}): give at least one task, or leave it "
                              "out to compose a task from each seed")
-        max_turns = max_turns or env_kwargs.pop("max_steps", None)  # CompoWorldEnv's word
+        alias = env_kwargs.pop("max_steps", None)  # CompoWorldEnv's word for it
+        max_turns = max_turns or alias
         if max_turns is None and self.tasks:
             max_turns = max(20, max(len(t.solution) for t in self.tasks) + 4)
         self.env = CompoWorldEnv(mode=mode, max_steps=max_turns, reward=reward,
