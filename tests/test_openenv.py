@@ -5,7 +5,9 @@ requests, the session cap and idle reaping."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
+import re
 import runpy
 import sys
 import time
@@ -230,7 +232,9 @@ def test_sessions_past_the_cap_are_refused_and_idle_episodes_are_reaped(small_ur
             first.step("hi")
 
 
-def test_schema_publishes_the_action_observation_and_state(url):
+def test_schema_and_metadata_publish_the_action_observation_and_state(url):
+    metadata = requests.get(f"{url}/metadata", timeout=10).json()
+    assert metadata["name"] == "compoenv" and "6 compositional" in metadata["description"]
     schema = requests.get(f"{url}/schema", timeout=10).json()
     assert schema["action"]["required"] == ["message"]
     assert {"text", "messages", "tools"} <= set(schema["observation"]["properties"])
@@ -255,3 +259,42 @@ def test_the_client_example_plays_a_served_task_to_reward_one(url, tasks, tmp_pa
     runpy.run_path(str(ROOT / "examples" / "openenv_client.py"), run_name="__main__")
     out = capsys.readouterr().out
     assert f"task {tasks[4].id}" in out and "reward 1.00" in out
+
+
+def _doc_class(name: str) -> Any:
+    """A class defined in a Python block of docs/frameworks/openenv.md, as a reader runs it."""
+    text = (ROOT / "docs" / "frameworks" / "openenv.md").read_text(encoding="utf-8")
+    block = next(b for b in re.findall(r"```python\n(.*?)```", text, re.S)
+                 if f"class {name}" in b)
+    namespace: dict[str, Any] = {}
+    exec(compile(block, f"docs/frameworks/openenv.md:{name}", "exec"), namespace)
+    return namespace
+
+
+def test_the_documented_trl_environment_class_plays_a_served_task(url, tasks):
+    namespace = _doc_class("RemoteCompoWorld")
+    env_cls = namespace["RemoteCompoWorld"]
+    env_cls.url = url
+    env = env_cls()
+    # the tools GRPOTrainer finds: the public functions of the class but reset and get_reward
+    tools = [n for n, _ in inspect.getmembers(env_cls, predicate=inspect.isfunction)
+             if n not in ("reset", "get_reward") and not n.startswith("_")]
+    assert tools == ["call_tool"]
+    task = tasks[5]
+    assert task.instruction in env.reset(task_id=task.id, prompt=[])
+    for call in task.solution:
+        assert '"success": true' in env.call_tool(call.name, call.arguments)
+    reply = [{"role": "assistant", "content": oracle_message(task)}]
+    assert namespace["remote_rubric_reward"]([reply], [env]) == [1.0]
+
+
+def test_the_documented_skyrl_text_env_plays_a_served_task(url, tasks):
+    pytest.importorskip("skyrl_gym")
+    env = _doc_class("RemoteCompoWorldText")["RemoteCompoWorldText"](
+        extras={"url": url, "task_id": tasks[0].id})
+    messages, _ = env.init([])
+    assert messages[-1]["content"] == tasks[0].instruction
+    for action in _oracle(tasks[0]):
+        out = env.step(action)
+    env.close()
+    assert out["done"] and out["reward"] == 1.0 and out["observations"] == []

@@ -34,12 +34,13 @@ try:
     from openenv.core.client_types import StepResult
     from openenv.core.env_client import EnvClient
     from openenv.core.env_server.interfaces import Environment
-    from openenv.core.env_server.types import Action, Observation, State
+    from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation, State
 except ImportError as exc:  # pragma: no cover - depends on the extra being installed
     raise ImportError(f"compoenv's OpenEnv server and client need openenv ({exc}): "
                       f"pip install 'compoenv[openenv]'") from exc
 from pydantic import Field
 
+from compoenv import __version__
 from compoenv.env import CompoWorldEnv
 from compoenv.registry import Registry
 from compoenv.service import did_you_mean
@@ -174,8 +175,9 @@ class EpisodeStore:
                         f"episode {episode_id!r} was dropped after {self.idle_timeout_s:g} s "
                         f"idle; reset to start a new one")
                 raise UnknownEpisodeError(
-                    f"no live episode {episode_id!r} (never opened, or finished); reset first "
-                    f"and send the episode_id it returns")
+                    f"no live episode {episode_id!r}: it has finished, was never opened, or was "
+                    f"opened by an HTTP /reset without an episode_id (name the episode in "
+                    f"/reset to step it over HTTP); reset first")
             episode.used = now
             self._episodes.move_to_end(episode_id)
             return episode
@@ -317,6 +319,14 @@ class CompoenvEnvironment(Environment[CompoenvAction, CompoenvObservation, Compo
                 "score": info.get("score")})
         return CompoenvObservation(text=text, done=done, reward=reward,
                                    metadata=metadata)
+
+    def get_metadata(self) -> EnvironmentMetadata:
+        served = self._served
+        return EnvironmentMetadata(
+            name="compoenv", version=__version__,
+            description=f"{len(served.tasks)} compositional multi-service tool-use tasks "
+                        f"({served.mode} mode, at most {served.max_steps} actions an episode); "
+                        f"an action is the assistant's message, tool calls or the final answer")
 
     @property
     def state(self) -> CompoenvState:
