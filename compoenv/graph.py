@@ -24,7 +24,7 @@ from compoenv.schema import Slot
 from compoenv.service import ToolSpec
 from compoenv.signature import ToolSignature
 
-__all__ = ["WORDS", "ToolGraph", "Edge"]
+__all__ = ["WORDS", "ToolGraph", "Edge", "Bucket", "IndexSlot"]
 
 
 # free text: a record's text may be read on (translated, looked up), not written on
@@ -52,7 +52,7 @@ class Edge(NamedTuple):
     cross_service: bool
 
 
-class _Slot(NamedTuple):
+class IndexSlot(NamedTuple):
     """A slot of a tool in the index: the tool's position, the slot's place among its inputs
     (or outputs), the tool, the slot's parameter (input) or path (output), the service."""
 
@@ -66,23 +66,23 @@ class _Slot(NamedTuple):
 Role = Optional[str]
 
 
-class _Bucket:
+class Bucket:
     """The slots of one (interface, role), in tool order, also grouped by service."""
 
     __slots__ = ("key", "slots", "by_service")
 
     def __init__(self, key: tuple[str, Role]) -> None:
         self.key = key
-        self.slots: list[_Slot] = []
-        self.by_service: dict[str, list[_Slot]] = {}
+        self.slots: list[IndexSlot] = []
+        self.by_service: dict[str, list[IndexSlot]] = {}
 
-    def add(self, slot: _Slot) -> None:
+    def add(self, slot: IndexSlot) -> None:
         self.slots.append(slot)
         self.by_service.setdefault(slot.service, []).append(slot)
 
 
-_Index = dict[str, dict[Role, _Bucket]]
-_Candidate = tuple[int, int, int, _Slot]  # (target position, its input, the output), input
+_Index = dict[str, dict[Role, Bucket]]
+_Candidate = tuple[int, int, int, IndexSlot]  # (target position, its input, the output), input
 _ORDER = itemgetter(0, 1, 2)  # edges by target, then its input, then the source's output
 
 
@@ -150,11 +150,11 @@ class ToolGraph:
         for position, (name, sig) in enumerate(self.signatures.items()):
             for k, slot in enumerate(sig.outputs):
                 _bucket(self._producers, slot).add(
-                    _Slot(position, k, name, slot.path, sig.service))
+                    IndexSlot(position, k, name, slot.path, sig.service))
             for j, slot in enumerate(sig.inputs):
                 if _takes(sig, slot):
                     _bucket(self._consumers, slot).add(
-                        _Slot(position, j, name, slot.path[0], sig.service))
+                        IndexSlot(position, j, name, slot.path[0], sig.service))
         self._fits: dict[tuple[str, Role, bool], tuple[Role, ...]] = {}
         self._reach: dict[tuple[str, str, Role], bool] = {}
         self._views: dict[Any, tuple[Any, int]] = {}  # per-tool views: (view, its edges)
@@ -280,10 +280,24 @@ class ToolGraph:
         return [Edge(tool, c.tool, outputs[k].interface, outputs[k].path, c.where, c.service,
                      c.service != sig.service) for _, _, k, c in found]
 
-    def _reachable(self, service: str, bucket: _Bucket) -> list[_Slot]:
+    def fills(self, tool: str) -> list[tuple[int, Bucket]]:
+        """Each output of ``tool`` (by its index) with each bucket of inputs it may fill: what
+        a walk draws its next step from without listing the edges (``compose.options``)."""
+        sig = self.signatures[tool]
+        return [(k, bucket) for k, slot in enumerate(sig.outputs)
+                for bucket in self._buckets_of(slot)]
+
+    def edge(self, tool: str, k: int, target: IndexSlot) -> Edge:
+        """The edge from ``tool``'s output ``k`` into the input ``target`` of the index."""
+        sig = self.signatures[tool]
+        out = sig.outputs[k]
+        return Edge(tool, target.tool, out.interface, out.path, target.where, target.service,
+                    target.service != sig.service)
+
+    def _reachable(self, service: str, bucket: Bucket) -> list[IndexSlot]:
         """The inputs of ``bucket`` in services related to ``service``: the same for every
         tool of the service, so kept as a view (``related`` asked once per service pair)."""
-        def compute() -> list[_Slot]:
+        def compute() -> list[IndexSlot]:
             return [c for other, inputs in bucket.by_service.items()
                     if self.related(service, other) for c in inputs]
         return self.memo(("reach", service, bucket.key), compute, size=len)
@@ -295,24 +309,24 @@ class ToolGraph:
                 for bucket in self._buckets_of(slot)]
 
     def _filled(self, tool: str, sig: ToolSignature, k: int,
-                bucket: _Bucket) -> Iterator[_Candidate]:
+                bucket: Bucket) -> Iterator[_Candidate]:
         return ((c.position, c.index, k, c) for c in bucket.slots
                 if c.tool != tool and self.related(sig.service, c.service))
 
-    def _buckets_of(self, slot: Slot) -> list[_Bucket]:
+    def _buckets_of(self, slot: Slot) -> list[Bucket]:
         """The buckets of inputs an output ``slot`` may fill."""
         by_role = self._consumers.get(slot.interface)
         if by_role is None:
             return []
         return [by_role[role] for role in self._roles_fed(slot.interface, slot.role)]
 
-    def _buckets_fed(self, sig: ToolSignature) -> Iterator[tuple[Slot, _Bucket]]:
+    def _buckets_fed(self, sig: ToolSignature) -> Iterator[tuple[Slot, Bucket]]:
         """Each output of ``sig`` with each bucket of inputs it may fill."""
         for slot in sig.outputs:
             for bucket in self._buckets_of(slot):
                 yield slot, bucket
 
-    def _reaches(self, service: str, bucket: _Bucket) -> bool:
+    def _reaches(self, service: str, bucket: Bucket) -> bool:
         """Whether an input in ``bucket`` of another service related to ``service`` exists
         (once per service and bucket: the tools of one service share the answer)."""
         key = (service, *bucket.key)
@@ -411,10 +425,10 @@ class ToolGraph:
                 "cross_service_edges": cross, "start_tools": len(self.start_tools())}
 
 
-def _bucket(index: _Index, slot: Slot) -> _Bucket:
+def _bucket(index: _Index, slot: Slot) -> Bucket:
     by_role = index.setdefault(slot.interface, {})
     if slot.role not in by_role:
-        by_role[slot.role] = _Bucket((slot.interface, slot.role))
+        by_role[slot.role] = Bucket((slot.interface, slot.role))
     return by_role[slot.role]
 
 

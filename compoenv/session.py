@@ -10,7 +10,7 @@ from compoenv.registry import Registry
 from compoenv.service import Service, State, ToolResult, ToolSpec, did_you_mean, error
 from compoenv.world import World
 
-__all__ = ["Session", "CallRecord", "render_result"]
+__all__ = ["Session", "Mount", "CallRecord", "render_result"]
 
 
 class CallRecord(NamedTuple):
@@ -92,6 +92,20 @@ def _routes(classes: tuple[type[Service], ...]) -> dict[str, tuple[str, ToolSpec
             for cls in classes for spec in cls.tool_specs().values()}
 
 
+class Mount(NamedTuple):
+    """Service classes by name and their tools' routes, made once and shared read-only by
+    many sessions (a composer makes a session per attempt: over thousands of services,
+    listing them each time would cost more than the attempt)."""
+
+    classes: dict[str, type[Service]]
+    routes: dict[str, tuple[str, ToolSpec]]
+
+    @classmethod
+    def of(cls, services: Iterable[type[Service]]) -> Mount:
+        classes = {service.name: service for service in services}
+        return cls(classes, _routes(tuple(classes.values())))
+
+
 class Session:
     """Services of one episode over one World, created lazily and shared copy-on-write.
 
@@ -105,14 +119,14 @@ class Session:
             that the agent's arguments are cached with the episode, not the process.
     """
 
-    def __init__(self, services: Iterable[type[Service]], world: World,
+    def __init__(self, services: Iterable[type[Service]] | Mount, world: World,
                  simulator: Any = None) -> None:
         self.world = world
         self.simulator = simulator  # a worldmodel.Simulator; None: the offline default
-        self._classes = {cls.name: cls for cls in services}
+        mount = services if isinstance(services, Mount) else Mount.of(services)
+        self._classes, self._routes = mount
         self._live: dict[str, Service] = {}
         self._initial: dict[str, State] = {}
-        self._routes = _routes(tuple(self._classes.values()))
         self.log: list[CallRecord] = []
 
     @classmethod

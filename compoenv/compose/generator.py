@@ -23,7 +23,7 @@ from compoenv.graph import ToolGraph
 from compoenv.llm import EndpointConfig
 from compoenv.registry import Registry
 from compoenv.service import without_hints
-from compoenv.session import Session
+from compoenv.session import Mount, Session
 from compoenv.scenarios import ScenarioRegistry
 from compoenv.task import Call, Task
 from compoenv.world import World
@@ -148,12 +148,14 @@ class Composer:
         self.misses: Counter[tuple[str, str]] | None = None
         self.rewrite_stats = RewriteStats()
         self._client: Any = None
+        self._mounted: Mount | None = None
 
     def load_services(self) -> None:
         """Build every service the composer walks over now, not when a walk first reaches it
         (a library's services are built on first use): a process that forks workers does it
         once, before, so that they share the services instead of each building them."""
         self.registry.tools(self.config.services or self.registry.names())
+        self._mount()
 
     def compose(self, seed: int) -> Task:
         """The task for ``seed``.
@@ -211,8 +213,7 @@ class Composer:
         rng = random.Random(f"compose:{seed}")
         world = World.get(seed % cfg.worlds)
         simulator = self._simulator()
-        session = Session([self.registry.get(n) for n in cfg.services or self.registry.names()],
-                          world, simulator)
+        session = Session(self._mount(), world, simulator)
         if self.scenarios:
             return job_task(self, seed, verify, rng, world, session, simulator)
         plan = choose_plan(rng, cfg.motifs, cfg.min_hops, cfg.max_hops)
@@ -260,6 +261,13 @@ class Composer:
         if simulator is not None and simulator.recording:
             recorded["answers"] = simulator.recording
         return recorded
+
+    def _mount(self) -> Mount:
+        """The composer's services, mounted once for the sessions of all its attempts."""
+        if self._mounted is None:
+            self._mounted = Mount.of(self.registry.get(n)
+                                     for n in self.config.services or self.registry.names())
+        return self._mounted
 
     def _simulator(self) -> Any:
         """A fresh simulator per walk when a world model other than the default is set."""

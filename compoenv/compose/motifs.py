@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterator
 
 from compoenv.compose.identity import call_problem, person_of
 from compoenv.compose.labels import field_label
+from compoenv.compose.options import drawn, lists_options
 from compoenv.compose.render import noun, owner_reference, phrase, plural, reference
 from compoenv.compose.values import can_state
 from compoenv.compose.records import Binding, Rejected, Segment, Value
@@ -112,6 +113,26 @@ def _can_fan(graph: Any, spec: ToolSpec) -> bool:
     return any(_fans(graph, e, item) for e in graph.iter_out_edges(spec.qualified_name))
 
 
+def _fans_in_order(walker: Walker, spec: ToolSpec,
+                   accept: Callable[[ToolSpec], bool] | None) -> Iterator[Edge]:
+    """``fan_edges`` of ``spec`` into tools ``accept`` takes and the walk has not used, in a
+    random order: listed, or drawn from the graph's index for a tool with thousands of
+    edges (``compose.options``)."""
+    graph = walker.graph
+
+    def fits(edge: Edge) -> bool:
+        return edge.target not in walker.used and walker._allowed(edge.target) and (
+            accept is None or accept(graph.specs[edge.target]))
+
+    if lists_options(graph, spec.qualified_name):
+        return _in_random_order([e for e in fan_edges(graph, spec) if fits(e)], walker.rng)
+    item = _item_interfaces(spec)
+    items = {(s.interface, s.path): s for s in spec.outputs
+             if s.path[:1] == ("*",) and len(s.path) == 2 and _acts_on(s.interface)}
+    return (e for e, _ in drawn(graph, spec.qualified_name, items, set(), (1.0, 1.0, 1.0),
+                                lambda e, _: fits(e) and _fans(graph, e, item), walker.rng))
+
+
 def _item_fields(spec: ToolSpec, kinds: frozenset[str]) -> list[Slot]:
     return [s for s in spec.outputs if len(s.path) == 2 and s.path[0] == "*"
             and s.interface in kinds and s.kind in ("number", "integer", "string")]
@@ -183,13 +204,10 @@ def fan_out(walker: Walker, index: int,
     takes) on that item."""
     step = walker.walk.steps[index]
     items = step.result
-    edges = [e for e in fan_edges(walker.graph, step.spec)
-             if e.target not in walker.used and walker._allowed(e.target)
-             and (accept is None or accept(walker.graph.specs[e.target]))]
     stated, world = walker.stated(), walker.session.world
     named = {person_of(b.value, world) for b in step.bindings if b.source is None} - {None}
     met = _met(walker, index)
-    for edge in itertools.islice(_in_random_order(edges, walker.rng), 12):
+    for edge in itertools.islice(_fans_in_order(walker, step.spec, accept), 12):
         first_item = _item_bindings(walker, index, edge, 0)
         if first_item is None or any(b.source is None and b.interface in _PERSONAL
                                      for b in first_item):
@@ -377,10 +395,10 @@ def _writes_avoiding(walker: Walker, service: str,
     seen: set[str] = set()
     specs = walker.graph.specs
     stated = walker.stated()
-    candidates = [(e, v) for e, v in walker._options(about, _is_write)
-                  if e.target_service != service and _acts_on(e.interface)
-                  and str(v.value).casefold() not in stated]
-    for edge, value in _in_random_order(candidates, walker.rng):
+    candidates = walker.options_in_order(
+        about, _is_write, lambda _, v: str(v.value).casefold() not in stated,
+        lambda items: _in_random_order(items, walker.rng), _acts_on)
+    for edge, value in candidates:
         spec = specs[edge.target]
         if edge.target in seen:
             continue

@@ -55,7 +55,7 @@ def _entity_kind(spec: ToolSpec) -> str | None:
 _KIND: dict[str, str | None] = {}
 
 
-def _looks_up_again(source: ToolSpec, target: ToolSpec) -> bool:
+def looks_up_again(source: ToolSpec, target: ToolSpec) -> bool:
     """A read that fetches the same kind of entity the last step already returned."""
     kind = _entity_kind(source)
     return target.read_only and kind is not None and kind == _entity_kind(target)
@@ -77,7 +77,7 @@ def feeds(graph: ToolGraph, spec: ToolSpec, accept: Callable[[ToolSpec], bool] |
         take = takes.get(edge.target)
         if take is None:
             target = graph.specs[edge.target]
-            take = takes[edge.target] = not _looks_up_again(spec, target) and (
+            take = takes[edge.target] = not looks_up_again(spec, target) and (
                 accept is None or accept(target))
         if take:
             by_output.setdefault((edge.interface, edge.path), _Edges()).append(edge)

@@ -6,13 +6,14 @@ import random
 from dataclasses import replace
 from collections import Counter
 from itertools import repeat
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from compoenv.compose.records import Binding, Rejected, Segment, Step, Walk, Value
 from compoenv.compose.identity import call_problem
+from compoenv.compose.options import Keep, drawn, lists_options, weighted
 from compoenv.compose.steps import (
-    _PULL, as_list_path, bind, in_order, failure, feeds, ranges_in_order, reportable,
-    single_result, single_values, snapshot, toward, useful, worth_reporting,
+    _PULL, as_list_path, bind, in_order, failure, feeds, looks_up_again, ranges_in_order,
+    reportable, single_result, single_values, snapshot, toward, useful, worth_reporting,
 )
 from compoenv.compose.values import fresh_arguments, record_arguments
 from compoenv.graph import Edge, ToolGraph
@@ -191,18 +192,10 @@ class Walker:
                 _key(b.value) for s in self.walk.steps[:source + 1] for b in s.bindings}
             fresh = {id(v) for v in self.available  # each value once, not once per edge
                      if v.step == source and _key(v.value) not in asked}
-            options = [(e, v) for e, v in self._options(source, accept) if id(v) in fresh]
-            options = self._own_roles_first(options)
-            if need_report and len(self._visited) < self.min_services:
-                # the last call of a walk still short of services must reach a new one:
-                # one more in the same service could only be rejected
-                options = [(e, v) for e, v in options if e.target_service not in self._visited]
-            weights = self._weights([e for e, _ in options])
-            while options and tried < self.attempts:
+            draws = self._draws(source, accept, fresh, need_report)
+            while tried < self.attempts and (drawn_option := next(draws, None)) is not None:
                 tried += 1
-                pick = self.rng.choices(range(len(options)), weights)[0]
-                weights.pop(pick)
-                edge, value = options.pop(pick)
+                edge, value = drawn_option
                 spec = self.graph.specs[edge.target]
                 bindings = bind(spec, edge, value, self.available, self.session, self.rng,
                                 self.walk.steps[source].spec)
@@ -246,14 +239,96 @@ class Walker:
         if self.misses is not None:
             self.misses[(why, spec.qualified_name)] += 1
 
+    def _draws(self, source: int, accept: Callable[[ToolSpec], bool], fresh: set[int],
+               need_report: bool) -> Iterator[tuple[Edge, Value]]:
+        """The options of step ``source`` fed by its ``fresh`` values (by id), in a random
+        order weighted by ``_weights``, each once: listed for a tool with a few hundred
+        edges, drawn from the graph's index for one with thousands (``compose.options``)."""
+        # the last call of a walk still short of services must reach a new one: one more
+        # in the same service could only be rejected
+        new_only = need_report and len(self._visited) < self.min_services
+
+        def listed() -> list[tuple[Edge, Value]]:
+            options = [(e, v) for e, v in self._options(source, accept) if id(v) in fresh]
+            options = self._own_roles_first(options)
+            if new_only:
+                options = [(e, v) for e, v in options if e.target_service not in self._visited]
+            return options
+
+        tool = self.walk.steps[source].spec.qualified_name
+        if self.require or lists_options(self.graph, tool):
+            options = listed()
+            return weighted(options, self._weights([e for e, _ in options]), self.rng)
+        values = {key: v for key, v in self._values(source).items() if id(v) in fresh}
+        bias, short = self.cross_bias, len(self._visited) < self.min_services
+        weights = (0.0, 0.0, bias * 4) if new_only else (1.0, bias, bias * (4 if short else 1))
+        return drawn(self.graph, tool, values, self._visited, weights,
+                     self._keeps(source, accept, values), self.rng)
+
+    def _values(self, source: int) -> dict[tuple[str, tuple[str, ...]], Value]:
+        """Step ``source``'s values by the graph output they come from (a picked list item,
+        "#3", answers the graph's list edges, "*")."""
+        return {(v.slot.interface, as_list_path(v.slot.path)): v
+                for v in self.available if v.step == source}
+
+    def _keeps(self, source: int, accept: Callable[[ToolSpec], bool] | None,
+               values: dict[tuple[str, tuple[str, ...]], Value], own_roles: bool = True,
+               ) -> Keep:
+        """What ``_options`` (and ``_own_roles_first`` with ``own_roles``) keep of step
+        ``source``'s edges, asked of one edge at a time."""
+        spec, graph, takes = self.walk.steps[source].spec, self.graph, {}
+
+        def keep(edge: Edge, value: Value) -> bool:
+            if edge.target in self.used or not (
+                    self.allowed is None or edge.target_service in self.allowed):
+                return False
+            take = takes.get(edge.target)
+            if take is None:
+                target = graph.specs[edge.target]
+                take = takes[edge.target] = not looks_up_again(spec, target) and (
+                    accept is None or accept(target))
+            role = self._role(edge)
+            if not take or not own_roles or role is None or value.slot.role == role:
+                return take
+            return not any(v.slot.role == role and v.slot.interface == edge.interface
+                           for v in values.values())
+        return keep
+
+    def _role(self, edge: Edge) -> str | None:
+        """The role of the input ``edge`` fills."""
+        return self.graph.memo(("role", edge.target, edge.param), lambda: next(
+            (s.role for s in self.graph.specs[edge.target].inputs if s.path == (edge.param,)),
+            None))
+
+    def options_in_order(self, source: int, accept: Callable[[ToolSpec], bool],
+                         keep: Keep, order: Callable[[list[Any]], Iterator[Any]],
+                         interfaces: Callable[[str], bool] = lambda _: True,
+                         ) -> Iterator[tuple[Edge, Value]]:
+        """Step ``source``'s options into tools ``accept`` takes that ``keep`` keeps, fed by
+        values of ``interfaces``, each as likely: ``order`` (a random order) of their list,
+        or drawn from the graph's index for a tool with thousands of edges (a search for a
+        few: it stops where draws keep missing). The step's own service is left out."""
+        tool = self.walk.steps[source].spec
+        service = tool.service
+
+        def listed() -> list[tuple[Edge, Value]]:
+            return [(e, v) for e, v in self._options(source, accept)
+                    if e.target_service != service and interfaces(e.interface) and keep(e, v)]
+
+        if lists_options(self.graph, tool.qualified_name):
+            return order(listed())
+        values = {k: v for k, v in self._values(source).items() if interfaces(k[0])}
+        base = self._keeps(source, accept, values, own_roles=False)
+        return drawn(self.graph, tool.qualified_name, values, set(), (0.0, 1.0, 1.0),
+                     lambda e, v: base(e, v) and keep(e, v), self.rng)
+
     def _options(self, source: int, accept: Callable[[ToolSpec], bool] | None = None,
                  ) -> list[tuple[Edge, Value]]:
         """Edges out of step ``source`` that one of its values can feed (into tools ``accept``
         takes), with that value; in the order the walk's values were found."""
         spec = self.walk.steps[source].spec
         # a picked list item ("#3", "email") answers the graph's list edges ("*", "email")
-        values = {(v.slot.interface, as_list_path(v.slot.path)): v
-                  for v in self.available if v.step == source}
+        values = self._values(source)
         by_output = self.graph.memo(("feeds", spec.qualified_name, accept),
                                     lambda: feeds(self.graph, spec, accept), size=_edges)
         used, allowed = self.used, self.allowed
@@ -274,9 +349,7 @@ class Walker:
         parameter's own role: a payment's value sends the next payment, not its fee."""
         if len(options) < 2:
             return options
-        roles = [self.graph.memo(("role", e.target, e.param), lambda e=e: next(
-            (s.role for s in self.graph.specs[e.target].inputs if s.path == (e.param,)),
-            None)) for e, _ in options]
+        roles = [self._role(e) for e, _ in options]
         own = {(e.target, e.param) for (e, v), role in zip(options, roles)
                if role is not None and v.slot.role == role}
         if not own:
