@@ -298,3 +298,29 @@ def test_the_documented_skyrl_text_env_plays_a_served_task(url, tasks):
         out = env.step(action)
     env.close()
     assert out["done"] and out["reward"] == 1.0 and out["observations"] == []
+
+
+def test_serve_builds_the_app_its_flags_describe(tasks, tmp_path, monkeypatch):
+    from compoenv.integrations import openenv_app
+
+    save_tasks(tasks, tmp_path / "tasks.jsonl")
+    started: dict[str, Any] = {}
+
+    def run_instead(app: Any, host: str, port: int, log_level: str, sock: Any) -> None:
+        sock.close()  # the command bound its port; uvicorn runs it below, in a thread
+        started.update(app=app, host=host, port=port)
+
+    monkeypatch.setattr(openenv_app, "serve", run_instead)
+    result = CliRunner().invoke(main, [
+        "serve", "--tasks", str(tmp_path / "tasks.jsonl"), "--port", "0", "--mode", "gateway",
+        "--max-sessions", "3", "--idle-timeout", "0"])
+    assert result.exit_code == 0, result.output
+    assert f"serving 6 tasks from {tmp_path / 'tasks.jsonl'} (gateway mode)" in result.output
+    assert "at most 3 sessions, no idle limit" in result.output
+    assert started["port"] > 0 and started["app"].state.compoenv_store.idle_timeout_s is None
+    with background_server(started["app"]) as base:
+        opening = _http(base, "reset", {"episode_id": "cli", "task_index": 0}).json()
+        assert opening["observation"]["metadata"]["mode"] == "gateway"
+        assert {t["function"]["name"] for t in opening["observation"]["tools"]} == {
+            "list_services", "list_tools", "describe_tool", "call_tool"}
+        assert requests.get(f"{base}/state", timeout=10).json()["max_episodes"] == 3
