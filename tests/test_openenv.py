@@ -164,6 +164,8 @@ def test_malformed_http_requests_get_clear_errors_and_the_server_stays_up(url, t
         ("step", {"action": "call a tool", **step}, 422, "dictionary"),
         ("step", {"action": {"message": "x"}, "episode_id": "nope"}, 404, "no live episode"),
         ("step", {"action": {"message": "x"}}, 404, "send the episode_id of your /reset"),
+        ("step", {"action": {"message": "x"}, "episode_id": ["bad-1"]}, 400,
+         "episode_id must be a string of 1 to 255 characters, got ['bad-1']"),
         ("step", {"action": {"message": "x" * (5 << 20)}, **step}, 413, "the limit is"),
         ("reset", {"task": "t-0000"}, 400, "Unknown task id"),
         ("reset", {"task": 7}, 400, "task must be the id"),
@@ -205,6 +207,8 @@ def test_malformed_websocket_messages_get_errors_and_the_session_goes_on(url, ta
         assert early["code"] == "EXECUTION_ERROR" and "reset first" in early["message"]
         bad_task = ask(json.dumps({"type": "reset", "data": {"task": "t-0000"}}))["data"]
         assert "Unknown task id" in bad_task["message"]
+        long_id = ask(json.dumps({"type": "reset", "data": {"episode_id": "e" * 300}}))["data"]
+        assert "episode_id must be a string of 1 to 255 characters, got str" in long_id["message"]
         reply = ask(json.dumps({"type": "reset", "data": {"task_index": 5}}))
         for action in _oracle(tasks[5]):
             reply = ask(json.dumps({"type": "step", "data": {"message": action}}))

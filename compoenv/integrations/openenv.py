@@ -51,6 +51,7 @@ __all__ = ["CompoenvAction", "CompoenvObservation", "CompoenvState", "CompoenvEn
            "SessionLimitError", "BadResetError"]
 
 RESET_OPTIONS = ("seed", "episode_id", "task", "task_index")
+MAX_EPISODE_ID = 255  # as OpenEnv's ResetRequest
 
 
 class CompoenvAction(Action):
@@ -88,7 +89,7 @@ class EpisodeError(Exception):
 
 
 class BadResetError(EpisodeError):
-    """Reset options that name no served task or have the wrong type."""
+    """Request options that name no served task or have the wrong type."""
 
 
 class UnknownEpisodeError(EpisodeError):
@@ -239,6 +240,14 @@ class ServedTasks:
                              world_model=self.world_model, registry=self.registry)
 
 
+def _check_episode_id(episode_id: Any) -> None:
+    if episode_id is not None and not (isinstance(episode_id, str)
+                                       and 0 < len(episode_id) <= MAX_EPISODE_ID):
+        shown = repr(episode_id) if len(repr(episode_id)) < 80 else type(episode_id).__name__
+        raise BadResetError(f"episode_id must be a string of 1 to {MAX_EPISODE_ID} "
+                            f"characters, got {shown}")
+
+
 class CompoenvEnvironment(Environment[CompoenvAction, CompoenvObservation, CompoenvState]):
     """OpenEnv's ``Environment`` over compoenv episodes kept in a shared ``EpisodeStore``.
 
@@ -267,8 +276,7 @@ class CompoenvEnvironment(Environment[CompoenvAction, CompoenvObservation, Compo
         if unknown:
             raise BadResetError(f"unknown reset option(s) {unknown}; the options are "
                                 f"{list(RESET_OPTIONS)}")
-        if episode_id is not None and (not isinstance(episode_id, str) or not episode_id):
-            raise BadResetError(f"episode_id must be a non-empty string, got {episode_id!r}")
+        _check_episode_id(episode_id)
         task = self._served.pick(seed, options.get("task"), options.get("task_index"))
         env = self._served.new_env()
         text, info = env.reset(seed=seed, options={"task": task})
@@ -291,6 +299,7 @@ class CompoenvEnvironment(Environment[CompoenvAction, CompoenvObservation, Compo
              episode_id: str | None = None, **kwargs: Any) -> CompoenvObservation:
         # timeout_s: a step runs tools in memory (milliseconds), or asks a world model with
         # its own timeouts, so there is nothing to cut short here
+        _check_episode_id(episode_id)
         key = episode_id or self._current
         if key is None:
             raise UnknownEpisodeError(
