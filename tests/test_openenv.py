@@ -22,6 +22,7 @@ requests = pytest.importorskip("requests")
 
 from click.testing import CliRunner  # noqa: E402
 from openenv.core import GenericEnvClient  # noqa: E402
+from websockets.exceptions import ConnectionClosedError  # noqa: E402
 from websockets.sync.client import connect  # noqa: E402
 
 from compoenv.actions import ToolCall, render_calls  # noqa: E402
@@ -213,6 +214,11 @@ def test_malformed_websocket_messages_get_errors_and_the_session_goes_on(url, ta
         for action in _oracle(tasks[5]):
             reply = ask(json.dumps({"type": "step", "data": {"message": action}}))
         assert reply["data"]["reward"] == 1.0
+    with connect(url.replace("http", "ws") + "/ws") as ws:  # a message over 4 MiB: closed
+        ws.send(json.dumps({"type": "step", "data": {"message": "x" * (5 << 20)}}))
+        with pytest.raises(ConnectionClosedError, match="message too big"):
+            ws.recv()
+    assert requests.get(f"{url}/health", timeout=10).json()["status"] == "healthy"
 
 
 def test_sessions_past_the_cap_are_refused_and_idle_episodes_are_reaped(small_url):
