@@ -5,6 +5,7 @@ requests, the session cap and idle reaping."""
 from __future__ import annotations
 
 import asyncio
+import importlib
 import inspect
 import json
 import re
@@ -334,3 +335,15 @@ def test_serve_builds_the_app_its_flags_describe(tasks, tmp_path, monkeypatch):
         assert {t["function"]["name"] for t in opening["observation"]["tools"]} == {
             "list_services", "list_tools", "describe_tool", "call_tool"}
         assert requests.get(f"{base}/state", timeout=10).json()["max_episodes"] == 3
+
+
+def test_without_openenv_the_integration_and_the_command_name_the_extra(monkeypatch):
+    for name in [m for m in sys.modules if m.split(".")[0] == "openenv"]:
+        monkeypatch.setitem(sys.modules, name, None)  # as if not installed
+    for name in ("compoenv.integrations.openenv_app", "compoenv.integrations.openenv"):
+        monkeypatch.delitem(sys.modules, name)
+    with pytest.raises(ImportError, match=r"pip install 'compoenv\[openenv\]'"):
+        importlib.import_module("compoenv.integrations.openenv")
+    result = CliRunner().invoke(main, ["serve", "--num", "1"])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "compoenv serve needs openenv: pip install 'compoenv[openenv]'" in result.output
