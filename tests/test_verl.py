@@ -101,20 +101,20 @@ class ScriptedServer:
         return TokenOutput(token_ids=ids, log_probs=[-1.0 - i / 1000 for i in range(len(ids))])
 
 
-def make_loop(config: DictConfig, server: Any, tokenizer: Any, **settings: Any
-              ) -> CompoWorldAgentLoop:
+def make_loop(config: DictConfig, server: Any, tokenizer: Any, family: str | None = "qwen3",
+              **settings: Any) -> CompoWorldAgentLoop:
     return CompoWorldAgentLoop(trainer_config=DictConfigWrap(config), server_manager=server,
                                tokenizer=tokenizer, processor=None, dataset_cls=RLHFDataset,
-                               data_config=DictConfigWrap(config.data), hf_model_type="qwen3",
+                               data_config=DictConfigWrap(config.data), hf_model_type=family,
                                **settings)
 
 
 def play(config: DictConfig, server: Any, tokenizer: Any, task: Task, mode: str = "direct",
-         **settings: Any) -> Any:
+         family: str | None = "qwen3", **settings: Any) -> Any:
     row = verl_record(task, 0, mode=mode)
 
     async def run() -> Any:  # verl builds its loops inside the worker's event loop
-        loop = make_loop(config, server, tokenizer, **settings)
+        loop = make_loop(config, server, tokenizer, family, **settings)
         return await loop.run({"temperature": 1.0}, raw_prompt=row["prompt"],
                               extra_info=row["extra_info"])
     return asyncio.run(run())
@@ -163,6 +163,20 @@ def test_oracle_episode_scores_one_with_model_tokens_trained_and_tool_tokens_mas
         assert re.fullmatch(r"\n<\|im_start\|>user\n<tool_response>\n\{\"success\": true.*"
                             r"</tool_response><\|im_end\|>\n<\|im_start\|>assistant\n", text,
                             re.DOTALL), text
+
+
+def test_a_chat_template_without_tools_gets_the_listing_in_its_system_message(tasks):
+    from transformers import AutoTokenizer
+
+    path = str(tiny_lm_path(chat_template="plain"))  # role and content only
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    task = tasks[0]
+    server = ScriptedServer(tokenizer, {task.instruction: oracle_actions(task, "gateway")})
+    out = play(verl_config(path), server, tokenizer, task, "gateway", family=None)
+    system = tokenizer.decode(out.prompt_ids).split("<|im_end|>")[0]
+    assert "<tools>" in system and '"name":"call_tool"' in system
+    assert out.reward_score == 1.0
+    assert [out.response_ids[s:e] for v, s, e in runs(out.response_mask) if v] == server.replies
 
 
 def test_a_malformed_tool_call_is_an_error_result_and_the_episode_goes_on(

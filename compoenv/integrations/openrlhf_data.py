@@ -20,7 +20,7 @@ from compoenv.env import CompoWorldEnv
 from compoenv.prompts import tools_block
 from compoenv.task import Task
 
-__all__ = ["prompt_record", "sft_record", "with_tool_listing"]
+__all__ = ["prompt_record", "sft_record", "template_inputs", "with_tool_listing"]
 
 
 def with_tool_listing(messages: list[dict[str, Any]],
@@ -56,13 +56,22 @@ def prompt_record(task: Task, mode: str = "direct", tokenizer: Any = None,
     if tokenizer is None:
         prompt: Any = with_tool_listing(messages, tools)
     else:
-        prompt = tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True,
+        messages, listed = template_inputs(tokenizer, messages, tools)
+        prompt = tokenizer.apply_chat_template(messages, tools=listed, add_generation_prompt=True,
                                                tokenize=False)
-        if tools and prompt == tokenizer.apply_chat_template(  # the template ignores tools
-                messages, add_generation_prompt=True, tokenize=False):
-            prompt = tokenizer.apply_chat_template(with_tool_listing(messages, tools),
-                                                   add_generation_prompt=True, tokenize=False)
     return {"prompt": prompt, "label": task.to_json(), "task_id": task.id, "mode": mode}
+
+
+def template_inputs(tokenizer: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+                    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+    """The messages and tools to render an episode's opening with ``tokenizer``'s chat
+    template: as they are, or, for a template that ignores ``tools`` (it renders the same
+    without them), the tool listing in the system message and no tools."""
+    if tools and tokenizer.apply_chat_template(
+            messages, tools=tools, add_generation_prompt=True, tokenize=False
+    ) == tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False):
+        return with_tool_listing(messages, tools), None
+    return messages, tools
 
 
 def _calls_as_text(message: dict[str, Any]) -> dict[str, Any]:

@@ -40,6 +40,7 @@ except ImportError as exc:  # verl is an optional extra
 
 from compoenv.agents.endpoint import Turn, split_reasoning
 from compoenv.env import MODES, CompoWorldEnv
+from compoenv.integrations.openrlhf_data import template_inputs
 from compoenv.integrations.verl_data import AGENT_NAME
 from compoenv.registry import LIBRARY_ENV
 from compoenv.rollout import play_episode
@@ -91,6 +92,7 @@ class _TokenPolicy:
         self.prompt_length = 0
         self.mask: list[int] = []
         self.logprobs: list[float] | None = None
+        self.tools: list[dict[str, Any]] | None = None  # as the chat template is given them
         self.shown = 0  # messages already in the token stream
         self.replies = self.tool_turns = 0
         self.stop = "done"
@@ -112,9 +114,12 @@ class _TokenPolicy:
         if loop.max_replies and self.replies >= loop.max_replies:
             return self._give_up("max_assistant_turns")  # the stream ends on the model's reply
         if not self.ids:
-            self.ids = await loop.ct_build_initial_tokens(messages, tools=tools)
+            # a chat template that ignores tools gets their listing in the system message
+            opening, self.tools = await asyncio.to_thread(
+                template_inputs, loop.tokenizer, messages, list(tools))
+            self.ids = await loop.ct_build_initial_tokens(opening, tools=self.tools)
             self.prompt_length = len(self.ids)
-        elif not await self._show_results(messages, tools):
+        elif not await self._show_results(messages):
             return self._give_up("response_length")
         self.shown = len(messages)
         budget = loop.response_length - len(self.mask)
@@ -137,14 +142,13 @@ class _TokenPolicy:
         return Turn(split_reasoning(self._text(output.token_ids)), completion_tokens=len(
             output.token_ids), prompt_tokens=len(self.ids) - len(output.token_ids))
 
-    async def _show_results(self, messages: list[dict[str, Any]],
-                            tools: list[dict[str, Any]]) -> bool:
+    async def _show_results(self, messages: list[dict[str, Any]]) -> bool:
         """Append the tool turn the env added after the last reply; False if it cannot fit."""
         # the env logged the reply as one assistant message, whose tokens are in the stream
         replied = messages[:self.shown + 1]
         agent_loop = self.agent_loop
         merged, mask, logprobs = await agent_loop.ct_merge_context_msg(
-            replied, messages, self.ids, self.mask, self.logprobs, tools=tools)
+            replied, messages, self.ids, self.mask, self.logprobs, tools=self.tools)
         if len(mask) >= agent_loop.response_length:
             return False
         self.ids, self.mask, self.logprobs = merged.token_ids, mask, logprobs
