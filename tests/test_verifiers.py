@@ -20,7 +20,7 @@ import pytest
 
 vf = pytest.importorskip("verifiers.v1", reason="verifiers 0.4 is not installed")
 
-from chat_server import ChatServer, OraclePolicy  # noqa: E402
+from chat_server import ChatServer  # noqa: E402
 from compoenv.actions import ToolCall, render_calls  # noqa: E402
 from compoenv.compose.verify import oracle_message  # noqa: E402
 from compoenv.env import CompoWorldEnv  # noqa: E402
@@ -28,9 +28,9 @@ from compoenv.integrations.episodes import GroupReward  # noqa: E402
 from compoenv.integrations.verifiers import (CompoenvData, CompoenvTaskset,  # noqa: E402
                                              CompoenvTasksetConfig, replay_score)
 from compoenv.task import Task, save_tasks  # noqa: E402
+from group_policy import WRONG, FirstRightThenWrong  # noqa: E402
 
 PACKAGE = Path(__file__).resolve().parents[1] / "rl" / "verifiers" / "compoenv_env"
-WRONG = "I could not finish."
 
 
 @pytest.fixture(scope="module")
@@ -90,23 +90,6 @@ def _eval_ready() -> str | None:
         return "v1 runs its harness as a uv script: uv is not on PATH"
     return None
 
-
-
-class FirstRightThenWrong:
-    """The oracle's calls; its first final answer per task is right, later ones are wrong."""
-
-    def __init__(self, tasks: list[Task]) -> None:
-        self.oracle = OraclePolicy(tasks, fmt="hermes", mode="direct")
-        self.finals: dict[str, int] = {}
-
-    def __call__(self, request: dict[str, Any]) -> str | dict[str, Any]:
-        reply = self.oracle(request)
-        if isinstance(reply, dict):  # the final report (calls come as hermes text)
-            user = next(m["content"] for m in request["messages"] if m["role"] == "user")
-            self.finals[user] = self.finals.get(user, 0) + 1
-            if self.finals[user] > 1:
-                return {"content": WRONG}
-        return reply
 
 
 def test_vf_eval_rewards_each_attempt_by_the_rubric_and_the_group_by_completion(

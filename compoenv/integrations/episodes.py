@@ -47,7 +47,7 @@ class GroupReward:
 
 
 async def play_task(task: Task | Mapping[str, Any], base_url: str, model: str, *,
-                    mode: Literal["direct", "gateway"] = "direct", max_steps: int = 30,
+                    api_key: str = "EMPTY", mode: Literal["direct", "gateway"] = "direct", max_steps: int = 30,
                     tool_format: Literal["native", "hermes", "qwen3_coder"] = "hermes",
                     rollout_idx: int = 0, source: str = "compoenv",
                     sampling: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -58,6 +58,7 @@ async def play_task(task: Task | Mapping[str, Any], base_url: str, model: str, *
         task: The task (or its JSON).
         base_url: The API root, e.g. ``http://127.0.0.1:30000/v1`` (an SGLang router, vLLM).
         model: The model name the endpoint serves.
+        api_key: Sent as a bearer token (a trainer's proxy may tell sessions apart by it).
         mode: ``direct`` (the task's tools) or ``gateway`` (four meta-tools).
         max_steps: Replies before the episode is cut off.
         tool_format: How the model calls tools: ``hermes`` text (the tools listed in the
@@ -75,7 +76,8 @@ async def play_task(task: Task | Mapping[str, Any], base_url: str, model: str, *
 
     extra = dict(sampling or {})
     settings = {k: extra.pop(k) for k in ("temperature", "max_tokens") if k in extra}
-    agent = EndpointAgent(base_url=base_url, model=model, tool_format=tool_format,
+    agent = EndpointAgent(base_url=base_url, model=model, api_key=api_key,
+                          tool_format=tool_format,
                           extra_body=extra, **settings)
     try:
         return await play_episode(agent, Task.coerce(task),
