@@ -24,7 +24,8 @@ def main() -> None:
     check_service(GiftCards)  # the library's conventions: phrases, interfaces, seeding
     registry = Registry(service for service in Registry.default() if service.name != "giftcards")
     registry.add(GiftCards)
-    composer = Composer(registry, ComposerConfig(services=("contacts", "giftcards", "bank")))
+    composer = Composer(registry, ComposerConfig(services=("contacts", "giftcards", "bank"),
+                                                 require=("giftcards",)))
     for task in composer.generate(3, seed=1):
         print(f"[{', '.join(task.services)}] {task.instruction}")
 

@@ -65,8 +65,10 @@ class ScenarioWalker(Walker):
         self.fanned: list[int] = []             # list steps a fan-out acted on
         self.args: tuple[frozenset[str], dict[str, Any]] | None = None  # the stage's stated
 
-    def _starts(self, accept: Callable[[ToolSpec], bool]) -> list[list[str]]:
-        """A job may also open with a tool that needs nothing ("list the open tickets")."""
+    def _starts(self, accept: Callable[[ToolSpec], bool],
+                lists: bool = False) -> list[list[str]]:
+        """A job may open with a tool that needs nothing ("list the open tickets"), whatever
+        it returns."""
         graph = self.graph
         bare = [n for n, sig in graph.signatures.items() if not sig.required
                 and graph.has_out_edges(n)]

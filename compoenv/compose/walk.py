@@ -71,8 +71,9 @@ class Walker:
         """
         accept = accept or single_result
         allowed = frozenset(self.allowed) if self.allowed is not None else None
-        pools = self.graph.memo(("starts", accept, allowed, self.require),
-                                lambda: self._starts(accept))
+        lists = items is not None
+        pools = self.graph.memo(("starts", accept, allowed, self.require, lists),
+                                lambda: self._starts(accept, lists))
         if not pools:
             raise Rejected("no_start_tool")
         starts = pools[0] if len(pools) == 1 else self.rng.choice(pools)
@@ -96,11 +97,17 @@ class Walker:
                 return step
         raise Rejected("start_failed", tools=tuple(tried))
 
-    def _starts(self, accept: Callable[[ToolSpec], bool]) -> list[list[str]]:
+    def _starts(self, accept: Callable[[ToolSpec], bool],
+                lists: bool = False) -> list[list[str]]:
         """Start tools ``accept`` takes, in pools a walk draws one of. With ``require``: those
-        in the required services, and those next to them (else the nearest, else all)."""
-        starts = [t for t in self.graph.start_tools() if self._allowed(t)
-                  and accept(self.graph.specs[t])]
+        in the required services, and those next to them (else the nearest, else all). A walk
+        that opens on a list may also open on a tool that needs nothing ("list my open
+        issues"): most list operations of an imported API take only optional filters."""
+        graph = self.graph
+        bare = [n for n, sig in graph.signatures.items() if not sig.required
+                and (sig.returns_list if lists else sig.read_only) and graph.has_out_edges(n)]
+        starts = [t for t in dict.fromkeys(graph.start_tools() + bare) if self._allowed(t)
+                  and accept(graph.specs[t])]
         if not self.require:
             return [starts] if starts else []
         near = toward(self.graph, self.require)
