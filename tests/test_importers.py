@@ -19,7 +19,6 @@ from compoenv.registry import Registry
 from compoenv.schema import inline_refs
 from compoenv.world import World
 from compoenv.worldmodel import SimulatedService, SpecError, service_from_spec, validate_spec
-from compoenv.importers import convert
 from compoenv.importers import (
     from_mcp, from_openapi, infer_interface, mcp_spec, openapi_spec, snake)
 
@@ -356,10 +355,9 @@ def test_shared_schemas_keep_a_spec_the_size_of_its_document():
     assert len(json.dumps(returns)) < 1_000_000  # inlined on loading, within a bound
 
 
-def test_a_document_past_the_size_bound_is_too_large(monkeypatch):
-    monkeypatch.setattr(convert, "MAX_NODES", 30)
-    with pytest.raises(SpecError, match="too large"):
-        openapi_spec(load(HOTEL), origin=HOTEL.name)
+def test_a_document_past_the_size_bound_is_too_large_for_one_service():
+    with pytest.raises(SpecError, match="too large for one service"):
+        openapi_spec(load(HOTEL), origin=HOTEL.name, max_nodes=30)
 
 
 def test_a_property_named_like_a_keyword_keeps_its_shared_schema():

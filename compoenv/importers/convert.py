@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 from urllib.parse import unquote
 
 from compoenv.importers.infer import field_key, object_hint, tag_field
@@ -21,17 +21,22 @@ from compoenv.importers.nodes import (
     ANNOTATIONS as _ANNOTATIONS, brief as _brief, kind as _kind, list_of as _list, one_ref,
     parts as _parts, pointer as _pointer, props as _props, ref_counts as _ref_counts)
 from compoenv.importers.resources import Resources, find_record, record_field, records_of
-from compoenv.schema import ref_names
+from compoenv.schema import inline_refs, ref_names
 from compoenv.worldmodel.spec import SpecError
 
-__all__ = ["Converter", "MAX_NODES", "media", "one_ref"]
+__all__ = ["Converter", "MAX_NODES", "TooLarge", "media", "one_ref"]
 
 _KEEP = ("description", "enum", "const", "default", "minLength", "maxLength", "minItems",
          "maxItems", "uniqueItems", "minimum", "maximum", "minProperties", "maxProperties")
-MAX_NODES = 200_000  # schema nodes one document may convert to: past it, SpecError
+MAX_NODES = 200_000  # schema nodes one service may convert to (``Converter.bounded``)
 MAX_DEPTH = 16  # schemas nested in one converted schema: deeper ones are cut to plain objects
 _DEFER_AT = 48  # nested conversions (shared ones included) past which a new shared one waits
 _NESTS = ("properties", "items", "additionalProperties", "allOf", "anyOf", "oneOf")
+T = TypeVar("T")
+
+
+class TooLarge(SpecError):
+    """Converting passed the node budget: the schemas are too large for one service."""
 
 
 class Converter:
@@ -44,6 +49,8 @@ class Converter:
         share: Keep component schemas used more than once as ``$defs`` references.
         resources: The API's collections (``compoenv.importers.resources``): a field named
             after one (``repo_id``) holds its key; without them any ``<thing>_id`` does.
+        max_nodes: The schema nodes converted between two ``new_budget`` calls (one
+            service's), at most: past it, ``TooLarge``.
 
     Attributes:
         defs: The shared schemas converted so far, by name.
@@ -52,8 +59,8 @@ class Converter:
     """
 
     def __init__(self, root: Any, origin: str, warnings: list[str], share: bool = False,
-                 resources: Resources | None = None) -> None:
-        self.root, self.origin, self.warnings = root, origin, warnings
+                 resources: Resources | None = None, max_nodes: int = MAX_NODES) -> None:
+        self.root, self.origin, self.warnings, self.max_nodes = root, origin, warnings, max_nodes
         self.defs: dict[str, dict[str, Any]] = {}
         self.records: dict[str, tuple[str, str]] = {}
         self.resources = resources or Resources()
@@ -65,10 +72,11 @@ class Converter:
         self._labels: dict[str, str] = {}  # a converted definition (as JSON) -> its label
 
     @classmethod
-    def openapi(cls, document: dict[str, Any], origin: str) -> Converter:
+    def openapi(cls, document: dict[str, Any], origin: str,
+                max_nodes: int = MAX_NODES) -> Converter:
         """A converter for an OpenAPI document: components shared, resource ids keyed."""
         conv = cls(document, origin, [], share=True, resources=Resources.of(
-            document.get("paths")))
+            document.get("paths")), max_nodes=max_nodes)
         conv.records = records_of(document.get("paths"), conv.resources, conv._resolve,
                                   lambda op: conv.success(op, "", lenient=True)[2])
         return conv
@@ -144,7 +152,7 @@ class Converter:
                 stack: tuple[str, ...], inline: bool) -> dict[str, Any] | None:
         node = one_ref(node)
         ref = node.get("$ref") if isinstance(node, dict) else None
-        if self.share and not inline and isinstance(ref, str) and set(node) <= _ANNOTATIONS \
+        if self.share and not inline and isinstance(ref, str) and _annotated(node) \
                 and (self._uses[ref] > 1 or ref in stack):
             shared = self._shared(ref, where, name, hint, mode, stack)
             if shared is not None:
@@ -228,16 +236,18 @@ class Converter:
                 _mark(found[0]["properties"][key], resource)
 
     def with_defs(self, spec: dict[str, Any]) -> dict[str, Any]:
-        """``spec`` with the shared definitions its tools reach, as ``"$defs"``."""
-        found: dict[str, Any] = {}
-        todo = [name for t in spec["tools"] for k in ("parameters", "returns")
-                for name in ref_names(t[k])]
-        while todo:
-            name = todo.pop()
-            if name in self.defs and name not in found:
-                found[name] = self.defs[name]
-                todo.extend(ref_names(found[name]))
-        return {**spec, "$defs": dict(sorted(found.items()))} if found else spec
+        """``spec`` with the shared definitions its tools reach, as ``"$defs"``: those loading
+        it reads, the others left out (their references load as plain objects either way)."""
+        # only what loading the spec reads: it inlines references to a bounded depth and size
+        # (``compoenv.schema.inline_refs``), so definitions past them are never read; an API
+        # whose components all reach each other (Microsoft Graph) would give every service all
+        reads = _Reads(self.defs)
+        for tool in spec["tools"]:
+            for key in ("parameters", "returns"):
+                reads.read.update(n for n in ref_names(tool[key]) if n in self.defs)
+                inline_refs(tool[key], reads)
+        found = {name: self.defs[name] for name in sorted(reads.read)}
+        return {**spec, "$defs": found} if found else spec
 
     def _shared(self, ref: str, where: str, name: str, hint: str, mode: str,
                 stack: tuple[str, ...]) -> dict[str, Any] | None:
@@ -319,18 +329,62 @@ class Converter:
             self.warnings.append(f"{where}: {key} of objects: the first alternative is used")
         rest = {k: v for k, v in node.items() if k not in ("anyOf", "oneOf")}
         name, hint, mode, stack = sub
+        if pairs and isinstance(pairs[0][0].get("$ref"), str) and _annotated(rest):
+            # a reference or null (``anyOf: [{$ref}, {nullable}]``) stays a reference: shared
+            # components stay shared, not copied into every place that may leave them out
+            return self.schema({**rest, **pairs[0][0]}, where, name, hint, mode, stack)
         stack = (*stack, *pairs[0][2]) if pairs else stack  # the branch's refs, as followed
         return self.schema({**rest, **(real[0] if real else {})}, where, name, hint, mode, stack)
 
+    def new_budget(self) -> None:
+        """Count converted nodes afresh: a new service begins."""
+        self._nodes = 0
+
+    def bounded(self, convert: Callable[[], T]) -> T | None:
+        """``convert()`` (one operation's conversion), or None when it passes what is left of
+        the node budget; then what it converted and warned about is undone, so shared
+        definitions stay whole and the next operation starts clean."""
+        defs, names, count = set(self.defs), set(self._names), len(self.warnings)
+        try:
+            return convert()
+        except TooLarge:
+            for label in set(self.defs) - defs:
+                del self.defs[label]
+            for key in set(self._names) - names:
+                del self._names[key]
+            self._labels = {k: v for k, v in self._labels.items() if v in self.defs}
+            self._pending.clear()
+            self._depth = self._calls = 0
+            del self.warnings[count:]
+            return None
+
     def _count(self, where: str) -> None:
         self._nodes += 1
-        if self._nodes > MAX_NODES:
-            raise SpecError(f"{self.origin}: {where}: too large: the converted schemas pass "
-                            f"{MAX_NODES:,} nodes")
+        if self._nodes > self.max_nodes:
+            raise TooLarge(f"{self.origin}: {where}: too large: the converted schemas pass "
+                           f"{self.max_nodes:,} nodes")
 
     def _skip(self, warning: str, result: Any = None) -> Any:
         self.warnings.append(warning)
         return result
+
+
+def _annotated(node: dict[str, Any]) -> bool:
+    """Whether a node holds nothing but a reference's annotations (a description, a title,
+    vendor extensions such as ``x-ms-navigationProperty``), so the reference may stay shared."""
+    return all(k in _ANNOTATIONS or k.startswith("x-") for k in node)
+
+
+class _Reads(dict[str, Any]):
+    """Definitions that note which of them a reader looked up."""
+
+    def __init__(self, defs: dict[str, Any]) -> None:
+        super().__init__(defs)
+        self.read: set[str] = set()
+
+    def __getitem__(self, name: str) -> Any:
+        self.read.add(name)
+        return super().__getitem__(name)
 
 
 def _mark(field: dict[str, Any], resource: str) -> None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from compoenv.importers.convert import MAX_NODES
 from compoenv.importers.mcp import mcp_services
 from compoenv.importers.openapi import openapi_services
 from compoenv.importers.split import ApiName
@@ -72,10 +73,12 @@ def openapi_document(document: Any, origin: str) -> dict[str, Any]:
     raise SpecError(f"{origin}: not an OpenAPI 3 or Swagger 2.0 document ({seen})")
 
 
-def convert_openapi(path: Path, domain: str = "imported") -> Converted:
-    """The services of an OpenAPI 3 or Swagger 2.0 document, JSON or YAML."""
+def convert_openapi(path: Path, domain: str = "imported", max_nodes: int = MAX_NODES,
+                    ) -> Converted:
+    """The services of an OpenAPI 3 or Swagger 2.0 document, JSON or YAML, each converting at
+    most ``max_nodes`` schema nodes."""
     document = openapi_document(read_document(path), str(path))
-    api, services, warnings = openapi_services(document, domain, str(path))
+    api, services, warnings = openapi_services(document, domain, str(path), max_nodes)
     return Converted(api, tuple(services), tuple(warnings))
 
 

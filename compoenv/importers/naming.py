@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from itertools import accumulate
 from typing import Any
 
 __all__ = ["snake", "unique", "short_text"]
 
 
+@lru_cache(maxsize=1 << 16)  # field names repeat: a large API asks for the same ones 10^6 times
 def snake(text: str, limit: int = 48, prefix: str = "x") -> str:
     """``getPetById`` -> ``get_pet_by_id``: lowercase words joined by ``_`` (whole words, at most
     ``limit`` characters), starting with a letter (else ``prefix`` goes first)."""

@@ -4,13 +4,14 @@ flattened JSON request body -> parameters, the 2xx JSON response -> returns)."""
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import Any
 
-from compoenv.importers.convert import Converter, media
+from compoenv.importers.convert import MAX_NODES, Converter, media
 from compoenv.importers.infer import is_noise, object_hint
 from compoenv.importers.resources import param_key, resource_of
 from compoenv.importers.naming import short_text, snake, unique
-from compoenv.importers.split import (TOOL_MAX, ApiName, NothingToImport, Operation,
+from compoenv.importers.split import (TOOL_MAX, ApiName, NothingToImport, Operation, fit,
                                       group_operations)
 from compoenv.importers.tools import spec_tool
 from compoenv.worldmodel.spec import SPEC_SCHEMA, SpecError, validate_spec
@@ -76,7 +77,8 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _operations(doc: Any, origin: str) -> tuple[Converter, list[_Op]]:
+def _operations(doc: Any, origin: str, max_nodes: int = MAX_NODES,
+                ) -> tuple[Converter, list[_Op]]:
     """The converter for ``doc`` and its operations in document order."""
     if not str((doc if isinstance(doc, dict) else {}).get("openapi", "")).startswith("3."):
         seen = (f"Swagger {doc['swagger']}" if "swagger" in doc else f"openapi={doc['openapi']!r}"
@@ -84,7 +86,7 @@ def _operations(doc: Any, origin: str) -> tuple[Converter, list[_Op]]:
             else "no 'openapi' field"
         raise SpecError(f"{origin}: not an OpenAPI 3 document ({seen}); convert Swagger 2.0 "
                         f"documents to OpenAPI 3 first")
-    conv, operations = Converter.openapi(doc, origin), []
+    conv, operations = Converter.openapi(doc, origin, max_nodes), []
     for path, item in (doc.get("paths") or {}).items():
         item, _ = conv.deref(item, f"$.paths[{path!r}]")
         if not isinstance(item, dict):  # an extension (x-...) or a malformed path item
@@ -98,14 +100,34 @@ def _operations(doc: Any, origin: str) -> tuple[Converter, list[_Op]]:
     return conv, operations
 
 
-def _tools(conv: Converter, operations: list[_Op]) -> list[dict[str, Any]]:
-    """One tool per operation, names unique within the list and at most 32 characters."""
-    tools, taken = [], set[str]()
+def _tools(conv: Converter, operations: list[_Op],
+           skipped: list[str] | None = None) -> list[list[dict[str, Any]]]:
+    """One tool per operation, names unique within the list and at most 32 characters, in
+    services each within the converter's node budget: an operation that passes what is left
+    of it starts the next service; one that passes a whole budget alone is skipped (a line in
+    ``skipped``, else in the warnings, says so), never the document."""
+    services: list[list[dict[str, Any]]] = [[]]
+    taken = set[str]()
+    conv.new_budget()
     for path, method, op, item in operations:
         base = snake(op["operationId"], TOOL_MAX, prefix="op") if op.get("operationId") else \
             snake(method + " " + re.sub(r"{([^}]+)}", r"by \1", path), TOOL_MAX)
-        tools.append(_operation(conv, path, method, op, item, unique(base, taken, TOOL_MAX)))
-    return tools
+        name = unique(base, taken, TOOL_MAX)
+        convert = partial(_operation, conv, path, method, op, item, name)
+        tool = conv.bounded(convert)
+        if tool is None and services[-1]:  # the service is full: the next one takes it
+            services.append([])
+            conv.new_budget()
+            tool = conv.bounded(convert)
+        if tool is None:
+            (conv.warnings if skipped is None else skipped).append(
+                f"$.paths[{path!r}].{method}: too large: its schemas pass {conv.max_nodes:,} "
+                f"nodes; operation skipped")
+            conv.new_budget()
+            taken.discard(name)
+        else:
+            services[-1].append(tool)
+    return [tools for tools in services if tools]
 
 
 def _service(doc: dict[str, Any], name: str, domain: str, tools: list[dict[str, Any]],
@@ -121,11 +143,12 @@ def _service(doc: dict[str, Any], name: str, domain: str, tools: list[dict[str, 
 
 def openapi_spec(document: Any, name: str | None = None, domain: str = "imported",
                  max_tools: int | None = None, origin: str = "<openapi>",
-                 ) -> tuple[dict[str, Any], list[str]]:
+                 max_nodes: int = MAX_NODES) -> tuple[dict[str, Any], list[str]]:
     """The spec for an OpenAPI 3 ``document`` as one service, and the warnings (what was
     skipped). A document with more operations than one service holds raises SpecError unless
-    ``max_tools`` keeps only the first ones (with a warning); ``openapi_services`` splits it."""
-    conv, operations = _operations(document, origin)
+    ``max_tools`` keeps only the first ones (with a warning); so does one whose schemas pass
+    ``max_nodes``; ``openapi_services`` splits both."""
+    conv, operations = _operations(document, origin, max_nodes)
     most = SPEC_SCHEMA["properties"]["tools"]["maxItems"]
     if max_tools is None and len(operations) > most:
         raise SpecError(f"{origin}: {len(operations)} operations do not fit one service (at "
@@ -134,22 +157,30 @@ def openapi_spec(document: Any, name: str | None = None, domain: str = "imported
     if max_tools is not None and len(operations) > max_tools:
         conv.warnings.append(f"{len(operations)} operations; only the first {max_tools} imported")
     title = str((document.get("info") or {}).get("title") or "imported api")
+    parts = _tools(conv, operations[:max_tools])
+    if len(parts) != 1:
+        raise SpecError(f"{origin}: too large for one service: its schemas pass "
+                        f"{conv.max_nodes:,} nodes; import it into a library folder to split "
+                        f"it into services (compoenv import openapi FILE -o LIBDIR)")
     spec = conv.with_defs(_service(document, snake(name or title, 40, prefix="api"), domain,
-                                   _tools(conv, operations[:max_tools])))
+                                   parts[0]))
     return validate_spec(spec, origin), conv.warnings
 
 
 def openapi_services(document: Any, domain: str = "imported", origin: str = "<openapi>",
+                     max_nodes: int = MAX_NODES,
                      ) -> tuple[ApiName, list[tuple[str, dict[str, Any]]], list[str]]:
     """An OpenAPI 3 ``document`` as services of at most ``split.LIMIT`` tools each, grouped by
-    tag or path prefix (``compoenv.importers.split``), no operation dropped.
+    tag or path prefix (``compoenv.importers.split``), no operation dropped but one whose
+    schemas alone pass ``max_nodes`` (a warning says which). A group whose schemas together
+    pass ``max_nodes`` continues in a service of its own (``users``, ``users_2``).
 
     Returns:
         What the API may be named after, ``[(group, spec)]`` (group ``""`` when the API is one
         service; each spec named ``group`` or ``"api"`` until the importer names it), and the
         warnings.
     """
-    conv, operations = _operations(document, origin)
+    conv, operations = _operations(document, origin, max_nodes)
     info, servers = document.get("info") or {}, document.get("servers") or [{}]
     api = ApiName(*(str(info.get(k) or "") for k in ("x-providerName", "x-serviceName",
                                                      "title")),
@@ -159,15 +190,22 @@ def openapi_services(document: Any, domain: str = "imported", origin: str = "<op
             if isinstance(t, dict)}
     groups = group_operations([Operation(path, tuple(str(t) for t in op.get("tags") or ()))
                                for path, _, op, _ in operations])
-    services = []
+    services, named, skipped = [], {group for group, _ in groups}, list[str]()
     for group, members in groups:
         chosen = [operations[i] for i in members]
         tag = str(chosen[0][2].get("tags", [""])[0] or "") if group else ""
         about = (f"{group.replace('_', ' ')} - {tags.get(tag) or ''}".strip(" -")) if group else ""
-        spec = conv.with_defs(_service(document, group or "api", domain, _tools(conv, chosen),
-                                       about))
-        services.append((group, validate_spec(spec, origin)))
-    return api, services, conv.warnings
+        parts = _tools(conv, chosen, skipped)
+        for n, tools in enumerate(parts):
+            part = group if n == 0 and (group or len(parts) == 1) else unique(
+                fit(group or "part", 20), named, 20)
+            spec = conv.with_defs(_service(document, part or "api", domain, tools, about))
+            services.append((part, validate_spec(spec, origin)))
+    if not services:
+        raise SpecError(f"{origin}: too large: every operation's schemas pass "
+                        f"{conv.max_nodes:,} nodes")
+    return api, services, skipped + conv.warnings  # skipped operations first: a report keeps
+    # the first warnings of a document
 
 
 def from_openapi(document: dict[str, Any], name: str | None = None, domain: str = "imported",
