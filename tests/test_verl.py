@@ -7,8 +7,10 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import logging
 import re
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,7 @@ from compoenv.compose import Composer, ComposerConfig
 from compoenv.env import CompoWorldEnv
 from compoenv.integrations.verl import CompoWorldAgentLoop, TaskRowError
 from compoenv.integrations.verl_data import verl_record, write_verl_dataset
+from compoenv.reward import completion_focused
 from compoenv.task import Task
 from compoenv.tiny_lm import tiny_lm_path
 
@@ -78,26 +81,28 @@ def oracle_actions(task: Task, mode: str = "direct") -> list[str]:
 
 
 class ScriptedServer:
-    """verl's server manager on CPU: each reply is the next scripted action of the task whose
-    request the prompt holds, as the tokenizer's token ids closed by the end-of-turn token,
-    cut to ``max_tokens``; logprobs are distinct numbers, so the test can follow them."""
+    """verl's server manager on CPU: each episode (request id) plays the next script of the
+    task whose request its prompt holds; each reply is the script's next action as the
+    tokenizer's token ids closed by the end-of-turn token, cut to ``max_tokens``; logprobs are
+    distinct numbers, so the test can follow them."""
 
-    def __init__(self, tokenizer: Any, scripts: dict[str, list[str]]) -> None:
-        self.tokenizer, self.scripts = tokenizer, scripts
+    def __init__(self, tokenizer: Any, scripts: dict[str, list[list[str]]]) -> None:
+        self.tokenizer, self.scripts = tokenizer, {k: list(v) for k, v in scripts.items()}
+        self.playing: dict[str, list[str]] = {}
         self.turns: Counter[str] = Counter()
         self.replies: list[list[int]] = []
-        self.budgets: list[int] = []
 
     async def generate(self, *, request_id: str, prompt_ids: list[int],
                        sampling_params: dict[str, Any], **kwargs: Any) -> TokenOutput:
-        prompt = self.tokenizer.decode(prompt_ids)
-        script = next(s for request, s in self.scripts.items() if request in prompt)
-        text = script[self.turns[request_id]]
+        if request_id not in self.playing:
+            prompt = self.tokenizer.decode(prompt_ids)
+            scripts = next(s for request, s in self.scripts.items() if request in prompt)
+            self.playing[request_id] = scripts.pop(0)
+        text = self.playing[request_id][self.turns[request_id]]
         self.turns[request_id] += 1
         ids = self.tokenizer.encode(text, add_special_tokens=False)
         ids = [*ids, self.tokenizer.eos_token_id][:sampling_params["max_tokens"]]
         self.replies.append(ids)
-        self.budgets.append(sampling_params["max_tokens"])
         return TokenOutput(token_ids=ids, log_probs=[-1.0 - i / 1000 for i in range(len(ids))])
 
 
@@ -134,7 +139,7 @@ def runs(mask: list[int]) -> list[tuple[int, int, int]]:
 def test_oracle_episode_scores_one_with_model_tokens_trained_and_tool_tokens_masked(
         model_path, tokenizer, tasks):
     task = tasks[0]
-    server = ScriptedServer(tokenizer, {task.instruction: oracle_actions(task)})
+    server = ScriptedServer(tokenizer, {task.instruction: [oracle_actions(task)]})
     out = play(verl_config(model_path), server, tokenizer, task)
     assert out.reward_score == 1.0
     assert out.extra_fields["passes"] == [1] * len(task.rubric)
@@ -171,7 +176,7 @@ def test_a_chat_template_without_tools_gets_the_listing_in_its_system_message(ta
     path = str(tiny_lm_path(chat_template="plain"))  # role and content only
     tokenizer = AutoTokenizer.from_pretrained(path)
     task = tasks[0]
-    server = ScriptedServer(tokenizer, {task.instruction: oracle_actions(task, "gateway")})
+    server = ScriptedServer(tokenizer, {task.instruction: [oracle_actions(task, "gateway")]})
     out = play(verl_config(path), server, tokenizer, task, "gateway", family=None)
     system = tokenizer.decode(out.prompt_ids).split("<|im_end|>")[0]
     assert "<tools>" in system and '"name":"call_tool"' in system
@@ -183,7 +188,7 @@ def test_a_malformed_tool_call_is_an_error_result_and_the_episode_goes_on(
         model_path, tokenizer, tasks):
     task = tasks[1]
     broken = '<tool_call>\n{"name": "contacts__add_contact", "arguments": {"name": </tool_call>'
-    server = ScriptedServer(tokenizer, {task.instruction: [broken, *oracle_actions(task)]})
+    server = ScriptedServer(tokenizer, {task.instruction: [[broken, *oracle_actions(task)]]})
     out = play(verl_config(model_path), server, tokenizer, task)
     first_tool_turn = runs(out.response_mask)[1]
     assert first_tool_turn[0] == 0
@@ -199,7 +204,7 @@ def test_a_malformed_tool_call_is_an_error_result_and_the_episode_goes_on(
 def test_a_turn_limit_ends_the_episode_and_it_is_scored_as_it_stands(
         model_path, tokenizer, tasks, turns, settings, stop):
     task = tasks[0]
-    server = ScriptedServer(tokenizer, {task.instruction: oracle_actions(task)})
+    server = ScriptedServer(tokenizer, {task.instruction: [oracle_actions(task)]})
     out = play(verl_config(model_path, **turns), server, tokenizer, task, **settings)
     assert len(server.replies) == 1
     assert out.extra_fields["stop_reason"] == stop
@@ -239,6 +244,58 @@ def test_the_tiny_model_fills_the_response_budget_and_the_loop_stops_there(model
     assert all(p < 0 for p, m in zip(out.response_logprobs, out.response_mask) if m)
 
 
+def play_group(config: DictConfig, server: Any, tokenizer: Any, rows: list[dict[str, Any]],
+               **settings: Any) -> list[Any]:
+    """The rollouts of one prompt as verl starts them: tasks created together, one uid."""
+    async def run() -> list[Any]:
+        loops = [make_loop(config, server, tokenizer, group_reward=True, **settings)
+                 for _ in rows]
+        return await asyncio.gather(*(
+            loop.run({}, raw_prompt=row["prompt"], extra_info=row["extra_info"], uid="u1")
+            for loop, row in zip(loops, rows)), return_exceptions=True)
+    return asyncio.run(run())
+
+
+def test_rollouts_of_one_prompt_share_the_completion_focused_reward(model_path, tokenizer,
+                                                                     tasks):
+    task = tasks[0]
+    oracle = oracle_actions(task)
+    scripts = [oracle, [*oracle[:-1], "Done."], [oracle[0], "Done."], ["Done."]]
+    server = ScriptedServer(tokenizer, {task.instruction: scripts})
+    outs = play_group(verl_config(model_path), server, tokenizer, [verl_record(task, 0)] * 4)
+    passes = [o.extra_fields["passes"] for o in outs]
+    assert len({tuple(p) for p in passes}) >= 3  # different outcomes
+    expected = completion_focused(passes, [c.weight for c in task.rubric],
+                                  [c.required for c in task.rubric])
+    assert [o.reward_score for o in outs] == pytest.approx(expected)
+    stats = [o.extra_fields["reward_extra_info"] for o in outs]
+    assert {(s["group_size"], s["group_fallback"]) for s in stats} == {(4.0, 0.0)}
+    assert [s["group_reward"] for s in stats] == pytest.approx(expected)
+    assert max(expected) == expected[passes.index([1] * len(task.rubric))]
+
+
+def test_a_group_that_cannot_complete_falls_back_to_each_rollouts_rubric_score(
+        model_path, tokenizer, tasks, caplog):
+    task, config = tasks[0], verl_config(model_path)
+    scripts = {task.instruction: [oracle_actions(task), ["Done."]] * 2}
+    # two of the three rollouts of group_size ever start: the group times out
+    with caplog.at_level(logging.WARNING, "compoenv.integrations.verl"):
+        outs = play_group(config, ScriptedServer(tokenizer, scripts), tokenizer,
+                          [verl_record(task, 0)] * 2, group_size=3, group_timeout=0.1)
+    assert "2 of 3 episodes of a group ended within" in caplog.text
+    assert sorted(o.reward_score for o in outs) == [0.0, 1.0]
+    assert {o.extra_fields["reward_extra_info"]["group_fallback"] for o in outs} == {1.0}
+    # a rollout that fails releases the rest of its group at once
+    broken = json.loads(task.to_json())
+    broken["services"] = ["ledger_of_nowhere", *broken["services"]]
+    rows = [verl_record(task, 0), {"prompt": [], "extra_info": {"task": json.dumps(broken)}}]
+    started = time.perf_counter()
+    survivor, failure = play_group(config, ScriptedServer(tokenizer, scripts), tokenizer, rows)
+    assert isinstance(failure, TaskRowError) and time.perf_counter() - started < 30
+    assert survivor.reward_score == 1.0
+    assert survivor.extra_fields["reward_extra_info"]["group_fallback"] == 1.0
+
+
 def test_verls_worker_runs_exported_rows_by_agent_name_and_config_path(
         model_path, tokenizer, tasks, tmp_path, monkeypatch):
     # the decorator registered the loop by name; the yaml of rl/verl registers it again
@@ -250,7 +307,7 @@ def test_verls_worker_runs_exported_rows_by_agent_name_and_config_path(
     config = verl_config(model_path)
     config.actor_rollout_ref.rollout.agent.agent_loop_config_path = str(
         ROOT / "rl" / "verl" / "agent_loop.yaml")
-    scripts = {t.instruction: oracle_actions(t) for t in tasks}
+    scripts = {t.instruction: [oracle_actions(t)] for t in tasks}
     worker = AgentLoopWorker(config, ScriptedServer(tokenizer, scripts))
     assert _agent_loop_registry["compoenv"]["reward"] == "rubric"  # the yaml's entry won
     # the rows load back through verl's own dataset class and collate into a batch
@@ -264,9 +321,10 @@ def test_verls_worker_runs_exported_rows_by_agent_name_and_config_path(
     scores, width = out.batch["rm_scores"], out.batch["prompts"].shape[1]
     last = out.batch["attention_mask"][:, width:].sum(1) - 1  # the last response token
     assert scores.sum(1).tolist() == [1.0, 1.0] and scores[[0, 1], last].tolist() == [1.0, 1.0]
-    assert out.meta_info["reward_extra_keys"] == ["acc", "rubric_score", "completed",
-                                                  "net_score", "pass_rate", "tool_calls",
-                                                  "steps", "cut_short"]
+    assert out.meta_info["reward_extra_keys"] == [
+        "acc", "rubric_score", "completed", "net_score", "pass_rate", "tool_calls", "steps",
+        "cut_short", "group_reward", "group_size", "group_fallback"]  # the yaml's group reward
+    assert out.non_tensor_batch["group_size"].tolist() == [1.0, 1.0]  # one rollout per row
     assert out.non_tensor_batch["acc"].tolist() == [1.0, 1.0]
     assert list(out.non_tensor_batch["task_id"]) == [t.id for t in tasks]
 

@@ -7,9 +7,9 @@ loop; once all n have ended, each gets ``compoenv.reward.completion_focused`` ov
 pass matrix as ``reward`` and ``scores``.
 
 Group detection: without a configured size, the executions of one (prompt, label) that start
-in the same event-loop tick form a group: ``asyncio.gather`` schedules every Task's first step
-before gather returns, so all n run before the ``call_soon`` callback, scheduled by the first,
-that closes the group. (Identical prompts sent to one engine in one tick merge into one group.)
+in the same event-loop tick form a group (``compoenv.integrations.groups``): ``asyncio.gather``
+schedules every Task's first step before gather returns. (Identical prompts sent to one engine
+in one tick merge into one group.)
 
 Environment variables (read when the executor is created; constructor arguments win):
     COMPOENV_GROUP_SIZE: Episodes per group (--rollout.n_samples_per_prompt; default: detected).
@@ -30,14 +30,14 @@ import logging
 import os
 import warnings
 from contextvars import ContextVar
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 from openrlhf.utils.agent import AgentInstanceBase, MultiTurnAgentExecutor
 
 from compoenv.env import MODES, CompoWorldEnv
-from compoenv.reward import completion_focused
+from compoenv.integrations.groups import EpisodeOutcome, GroupBoard, GroupRewardSettings
 
 __all__ = ["AgentExecutor", "AgentInstance", "EpisodeOutcome", "Settings", "TemplateError"]
 
@@ -55,22 +55,16 @@ class TemplateError(ValueError):
 
 
 @dataclass(frozen=True)
-class Settings:
+class Settings(GroupRewardSettings):
     """How episodes run and how their group reward is computed (see the module docstring)."""
 
     mode: str = "direct"
     max_steps: int = 20
-    group_size: int | None = None
-    group_timeout: float = 300.0
-    alpha: float = 1.0
-    eps: float = 0.05
-    lam: float = 0.5
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"mode (COMPOENV_MODE) must be one of {MODES}, got {self.mode!r}")
-        if self.group_size is not None and self.group_size < 1:
-            raise ValueError(f"group size must be >= 1, got {self.group_size}")
+        super().__post_init__()
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -85,19 +79,6 @@ class Settings:
             if raw and values[key] < low:
                 raise ValueError(f"{name} must be a {kind.__name__} >= {low}, got {raw!r}")
         return cls(**values)
-
-
-@dataclass(frozen=True)
-class EpisodeOutcome:
-    """What an ended episode contributes to its group: per-criterion passes and its scores."""
-
-    passes: tuple[bool, ...] = ()
-    weights: tuple[float, ...] = ()
-    required: tuple[bool, ...] = ()
-    score: float = 0.0
-    binary: float = 0.0
-    net_score: float = 0.0
-    label_error: bool = False
 
 
 @dataclass
@@ -291,56 +272,6 @@ class AgentInstance(AgentInstanceBase):
                 "label_error": float(outcome.label_error)}
 
 
-@dataclass
-class _Group:
-    """The episodes of one prompt; ``size`` is None until detection closes the group."""
-
-    size: int | None
-    joined: int = 0
-    outcomes: dict[int, EpisodeOutcome | None] = field(default_factory=dict)
-    rewards: dict[int, float] | None = None
-    broken: bool = False
-    event: asyncio.Event = field(default_factory=asyncio.Event)
-
-    def fail(self, slot: int | None = None) -> None:
-        """The group can never complete (a failed execution, a timeout): nobody waits for it."""
-        if slot is not None:
-            self.outcomes[slot] = None
-        self.broken = True
-        self.event.set()
-
-    def settle(self, settings: Settings) -> None:
-        if self.broken or self.rewards is not None or len(self.outcomes) < (self.size or 1e9):
-            return
-        valid = {s: o for s, o in self.outcomes.items() if o is not None and not o.label_error}
-        self.rewards = dict.fromkeys(self.outcomes, 0.0)
-        if valid:
-            first = next(iter(valid.values()))
-            self.rewards.update(zip(valid, completion_focused(
-                [o.passes for o in valid.values()], first.weights, first.required,
-                settings.alpha, settings.eps, settings.lam)))
-        self.event.set()
-
-    async def reward(self, slot: int, outcome: EpisodeOutcome,
-                     settings: Settings) -> tuple[float, float]:
-        """This episode's group reward and 0, or its own rubric score and 1 if the group fails."""
-        self.outcomes[slot] = outcome
-        self.settle(settings)
-        if self.rewards is None and not self.broken:
-            try:
-                await asyncio.wait_for(self.event.wait(), settings.group_timeout)
-            except asyncio.TimeoutError:  # not the builtin TimeoutError before Python 3.11
-                if self.rewards is None:
-                    logger.warning("compoenv: %d of %s episodes of a group ended within %.0f s "
-                                   "(COMPOENV_GROUP_TIMEOUT), so they get rubric scores; is "
-                                   "COMPOENV_GROUP_SIZE --rollout.n_samples_per_prompt?",
-                                   len(self.outcomes), self.size, settings.group_timeout)
-                    self.fail()
-        if self.rewards is not None:
-            return self.rewards[slot], 0.0
-        return (0.0 if outcome.label_error else outcome.score), 1.0
-
-
 class AgentExecutor(MultiTurnAgentExecutor):
     """OpenRLHF's multi-turn loop over compoenv episodes, with the group's reward assigned.
 
@@ -359,29 +290,13 @@ class AgentExecutor(MultiTurnAgentExecutor):
         timeout = base.group_timeout if group_timeout is None else group_timeout
         self.settings = replace(base, group_size=group_size or base.group_size,
                                 group_timeout=timeout)
-        self._open: dict[tuple[str, str], _Group] = {}
-
-    def _join(self, prompt: Any, label: Any) -> tuple[_Group, int]:
-        """Runs before the first await of ``execute``, so a gather's executions all join."""
-        key = (str(prompt), str(label))
-        group = self._open.setdefault(key, _Group(self.settings.group_size))
-        if group.joined == 0 and group.size is None:
-            asyncio.get_running_loop().call_soon(self._close, key, group)
-        group.joined += 1
-        if group.joined == group.size:
-            del self._open[key]
-        return group, group.joined - 1
-
-    def _close(self, key: tuple[str, str], group: _Group) -> None:
-        if self._open.get(key) is group:
-            del self._open[key]
-        group.size = group.joined
-        group.settle(self.settings)
+        self._groups = GroupBoard(self.settings, logger, "COMPOENV_GROUP_TIMEOUT; is "
+                                  "COMPOENV_GROUP_SIZE --rollout.n_samples_per_prompt?")
 
     async def execute(self, prompt: Any, label: Any, sampling_params: Any, max_length: int,
                       hf_tokenizer: Any, llm_engine: Any, images: Any = None) -> dict[str, Any]:
         """One episode through MultiTurnAgentExecutor, then the group reward (see the class)."""
-        group, slot = self._join(prompt, label)
+        group, slot = self._groups.join((str(prompt), str(label)))  # before the first await
         episode = _Episode(hf_tokenizer, self.settings, llm_engine)
         token = _EPISODE.set(episode)
         try:
@@ -394,7 +309,7 @@ class AgentExecutor(MultiTurnAgentExecutor):
             raise
         finally:
             _EPISODE.reset(token)
-        reward, fallback = await group.reward(slot, outcome, self.settings)
+        reward, fallback = await group.reward(slot, outcome)
         response["reward"] = response["scores"] = reward
         response["extra_logs"] = {**episode.instance.extra_logs(), "group_reward": reward,
                                   "group_size": float(group.size or 0), "group_fallback": fallback}

@@ -8,21 +8,21 @@ that task in a fresh ``CompoWorldEnv`` with compoenv's async episode runner
 ``_TokenPolicy``. Tokens are built with verl's own Continuous Token builder (the model family's
 chat template, the task's tool listing): the prompt once, then each reply as the model's token
 ids (mask 1, logprobs kept) and each turn of tool results as the template's delta (mask 0). The
-rubric score is the ``reward_score``; ``extra_fields`` holds the pass vector and the episode's
-statistics (``reward_extra_info`` is what verl logs per sample).
+rubric score is the ``reward_score`` (or, with ``group_reward``, the completion-focused reward
+over the rollouts of the row's prompt); ``extra_fields`` holds the pass vector and the
+episode's statistics (``reward_extra_info`` is what verl logs per sample).
 
-Settings (keys of the agent-loop yaml entry, passed as keyword arguments by verl):
-    mode: ``direct`` or ``gateway`` (default: the row's ``extra_info["mode"]``, else direct).
-    max_steps: Actions per episode before the env truncates it (default: the env's for the
-        task: at least 20, and 4 more than the solution's calls).
-    reward: ``rubric`` (weighted criteria, default) or ``binary`` (all required pass).
+Settings are the keys of the loop's agent-loop yaml entry, which verl passes as keyword
+arguments (see CompoWorldAgentLoop).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
+import weakref
 from typing import Any, Mapping
 from uuid import uuid4
 
@@ -40,6 +40,7 @@ except ImportError as exc:  # verl is an optional extra
 
 from compoenv.agents.endpoint import Turn, split_reasoning
 from compoenv.env import MODES, CompoWorldEnv
+from compoenv.integrations.groups import EpisodeOutcome, GroupBoard, GroupRewardSettings
 from compoenv.integrations.openrlhf_data import template_inputs
 from compoenv.integrations.verl_data import AGENT_NAME
 from compoenv.registry import LIBRARY_ENV
@@ -48,6 +49,7 @@ from compoenv.task import Task, TaskFileError
 
 __all__ = ["AGENT_NAME", "CompoWorldAgentLoop", "TaskRowError", "task_of"]
 
+logger = logging.getLogger(__name__)
 _REWARDS = ("rubric", "binary")
 
 
@@ -177,13 +179,24 @@ class CompoWorldAgentLoop(AgentLoopBase):
         *args: verl's AgentLoopBase arguments (trainer config, server manager, tokenizer, ...).
         mode: ``direct`` or ``gateway``; default: the row's ``extra_info["mode"]``, else direct.
         max_steps: Actions per episode before truncation (default: the env's for the task).
-        reward: ``rubric`` or ``binary``: what ``reward_score`` holds.
+        reward: ``rubric`` or ``binary``: what ``reward_score`` holds without ``group_reward``.
+        group_reward: Give each episode the completion-focused reward over the rollouts of its
+            prompt (its ``uid``) instead (``compoenv.integrations.groups``).
+        group_size: Rollouts per prompt (default: detected, those started together).
+        group_timeout: Seconds an ended episode waits for its group before falling back to
+            its own rubric score.
+        alpha: ``completion_focused``'s alpha (0: the plain rubric plus the completion bonus).
+        eps: ``completion_focused``'s eps.
+        lam: ``completion_focused``'s lam (0: no completion bonus).
         tools: verl's tool list for ToolAgentLoop; unused (the tools are the task's).
         **kwargs: Passed on to AgentLoopBase.
     """
 
     def __init__(self, *args: Any, mode: str | None = None, max_steps: int | None = None,
-                 reward: str = "rubric", tools: Any = None, **kwargs: Any) -> None:
+                 reward: str = "rubric", group_reward: bool = False,
+                 group_size: int | None = None, group_timeout: float = 300.0,
+                 alpha: float = 1.0, eps: float = 0.05, lam: float = 0.5, tools: Any = None,
+                 **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if mode is not None and mode not in MODES:
             raise ValueError(f"compoenv agent loop: mode must be one of {MODES}, got {mode!r}")
@@ -194,6 +207,8 @@ class CompoWorldAgentLoop(AgentLoopBase):
             raise ValueError(f"compoenv agent loop: max_steps must be >= 1, got {max_steps}")
         self.mode, self.reward = mode, reward
         self.max_steps = None if max_steps is None else int(max_steps)
+        self.group = GroupRewardSettings(group_size, group_timeout, alpha, eps,
+                                         lam) if group_reward else None
         self.response_length = int(self.rollout_config.response_length)
         self.max_replies = self.rollout_config.multi_turn.get("max_assistant_turns") or 0
 
@@ -206,9 +221,46 @@ class CompoWorldAgentLoop(AgentLoopBase):
         """
         task = task_of(kwargs)
         extra = kwargs.get("extra_info")
-        mode = self.mode or (extra.get("mode") if isinstance(extra, Mapping) else None) or "direct"
+        extra = extra if isinstance(extra, Mapping) else {}
+        mode = self.mode or extra.get("mode") or "direct"
         if mode not in MODES:
             raise TaskRowError(f"extra_info['mode'] must be one of {MODES}, got {mode!r}")
+        group, slot = None, 0
+        if self.group is not None:  # joined before the first await (group detection)
+            key = kwargs.get("uid", (task.id, extra.get("index")))  # verl's id of the prompt
+            group, slot = _board(self.group).join(str(key))
+        try:
+            policy, meta = await self._play(task, mode, sampling_params)
+        except BaseException:
+            if group is not None:
+                group.fail(slot)  # the others stop waiting for this episode
+            raise
+        extra_fields = _extra_fields(meta, policy.stop)
+        reward = float(meta["rubric_score"] if self.reward == "rubric" else meta["score"])
+        if group is not None:
+            outcome = EpisodeOutcome(
+                passes=tuple(bool(p) for p in extra_fields["passes"]),
+                weights=tuple(c.weight for c in task.rubric),
+                required=tuple(c.required for c in task.rubric),
+                score=float(meta["rubric_score"]), binary=float(meta["score"]),
+                net_score=float(meta["net_score"]))
+            reward, fallback = await group.reward(slot, outcome)
+            extra_fields["reward_extra_info"].update(
+                group_reward=reward, group_size=float(group.size or 0), group_fallback=fallback)
+        n = self.response_length
+        return AgentLoopOutput(
+            prompt_ids=policy.ids[:policy.prompt_length],
+            response_ids=policy.ids[policy.prompt_length:][:n],
+            response_mask=policy.mask[:n],
+            response_logprobs=None if policy.logprobs is None else policy.logprobs[:n],
+            reward_score=reward, num_turns=1 + policy.replies + policy.tool_turns,
+            metrics=AgentLoopMetrics(generate_sequences=policy.generating,
+                                     tool_calls=policy.stepping),
+            extra_fields=extra_fields)
+
+    async def _play(self, task: Task, mode: str,
+                    sampling_params: dict[str, Any]) -> tuple[_TokenPolicy, dict[str, Any]]:
+        """The episode: the policy with its token stream, and the trajectory record's meta."""
         try:  # checked against the registry here (a task of a library the worker lacks)
             env = await asyncio.to_thread(CompoWorldEnv, [task], mode=mode,
                                           max_steps=self.max_steps)
@@ -217,22 +269,23 @@ class CompoWorldAgentLoop(AgentLoopBase):
                                f"libraries it was composed with in {LIBRARY_ENV} on every "
                                "rollout worker?)") from exc
         policy = _TokenPolicy(self, sampling_params)
-        record = await play_episode(policy, task, env, source="verl")
-        meta = record["meta"]
+        meta = (await play_episode(policy, task, env, source="verl"))["meta"]
         if policy.stop == "done" and meta["finish_reason"] == "max_steps":
             policy.stop = "max_steps"
-        n = self.response_length
-        return AgentLoopOutput(
-            prompt_ids=policy.ids[:policy.prompt_length],
-            response_ids=policy.ids[policy.prompt_length:][:n],
-            response_mask=policy.mask[:n],
-            response_logprobs=None if policy.logprobs is None else policy.logprobs[:n],
-            reward_score=float(meta["rubric_score"] if self.reward == "rubric"
-                               else meta["score"]),
-            num_turns=1 + policy.replies + policy.tool_turns,
-            metrics=AgentLoopMetrics(generate_sequences=policy.generating,
-                                     tool_calls=policy.stepping),
-            extra_fields=_extra_fields(meta, policy.stop))
+        return policy, meta
+
+
+# the open groups of each event loop (a verl worker's), by group settings
+_BOARDS: weakref.WeakKeyDictionary[Any, dict[GroupRewardSettings, GroupBoard]] = (
+    weakref.WeakKeyDictionary())
+
+
+def _board(settings: GroupRewardSettings) -> GroupBoard:
+    boards = _BOARDS.setdefault(asyncio.get_running_loop(), {})
+    if settings not in boards:
+        boards[settings] = GroupBoard(settings, logger, "group_timeout; is group_size the "
+                                      "rollouts per prompt (actor_rollout_ref.rollout.n)?")
+    return boards[settings]
 
 
 def _extra_fields(meta: dict[str, Any], stop: str) -> dict[str, Any]:
