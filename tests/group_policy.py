@@ -10,8 +10,11 @@ import threading
 from typing import Any
 
 from chat_server import OraclePolicy
+from compoenv.actions import ToolCall, render_calls
+from compoenv.env import CompoWorldEnv
+from compoenv.task import Task
 
-__all__ = ["FirstRightThenWrong", "WRONG"]
+__all__ = ["FirstRightThenWrong", "WRONG", "oracle_replies", "env_score"]
 
 WRONG = "I could not finish."
 
@@ -35,3 +38,20 @@ class FirstRightThenWrong:
             if later:
                 return {"content": WRONG}
         return reply
+
+
+def oracle_replies(task: Task, final: str) -> list[str]:
+    """The oracle's calls as hermes text, one reply each, then ``final``."""
+    calls = [render_calls([ToolCall(c.name, c.arguments, f"call_{i}")], "hermes")
+             for i, c in enumerate(task.solution)]
+    return [*calls, final]
+
+
+def env_score(task: Task, final: str) -> float:
+    """What CompoWorldEnv itself scores for the oracle's calls and this final reply."""
+    env = CompoWorldEnv(mode="direct")
+    env.reset(options={"task": task})
+    for reply in oracle_replies(task, final):
+        _, reward, done, truncated, _ = env.step(reply)
+    assert done and not truncated
+    return float(reward)

@@ -21,14 +21,12 @@ import pytest
 vf = pytest.importorskip("verifiers.v1", reason="verifiers 0.4 is not installed")
 
 from chat_server import ChatServer  # noqa: E402
-from compoenv.actions import ToolCall, render_calls  # noqa: E402
 from compoenv.compose.verify import oracle_message  # noqa: E402
-from compoenv.env import CompoWorldEnv  # noqa: E402
 from compoenv.integrations.episodes import GroupReward  # noqa: E402
 from compoenv.integrations.verifiers import (CompoenvData, CompoenvTaskset,  # noqa: E402
                                              CompoenvTasksetConfig, replay_score)
 from compoenv.task import Task, save_tasks  # noqa: E402
-from group_policy import WRONG, FirstRightThenWrong  # noqa: E402
+from group_policy import WRONG, FirstRightThenWrong, env_score, oracle_replies  # noqa: E402
 
 PACKAGE = Path(__file__).resolve().parents[1] / "rl" / "verifiers" / "compoenv_env"
 
@@ -39,19 +37,7 @@ def answer_task(tasks50: list[Task]) -> Task:
 
 
 def _oracle_replies(task: Task, final: str) -> list[Any]:
-    calls = [render_calls([ToolCall(c.name, c.arguments, f"call_{i}")], "hermes")
-             for i, c in enumerate(task.solution)]
-    return [vf.AssistantMessage(content=text) for text in [*calls, final]]
-
-
-def _env_score(task: Task, final: str) -> float:
-    """What CompoWorldEnv itself scores for the oracle's calls and this final reply."""
-    env = CompoWorldEnv(mode="direct")
-    env.reset(options={"task": task})
-    for message in _oracle_replies(task, final):
-        _, reward, done, truncated, _ = env.step(message.content)
-    assert done and not truncated
-    return reward
+    return [vf.AssistantMessage(content=text) for text in oracle_replies(task, final)]
 
 
 def test_taskset_rows_hold_the_task_its_request_and_its_tool_listing(answer_task, tmp_path):
@@ -68,8 +54,8 @@ def test_replayed_trace_scores_as_the_env_does(answer_task):
     data = CompoenvData(task=answer_task.model_dump(mode="json"))
     right = replay_score(data, _oracle_replies(answer_task, oracle_message(answer_task)))
     wrong = replay_score(data, _oracle_replies(answer_task, WRONG))
-    assert right["score"] == _env_score(answer_task, oracle_message(answer_task)) == 1.0
-    assert wrong["score"] == _env_score(answer_task, WRONG) < 1.0
+    assert right["score"] == env_score(answer_task, oracle_message(answer_task)) == 1.0
+    assert wrong["score"] == env_score(answer_task, WRONG) < 1.0
     assert right["finish"] == wrong["finish"] == "stop"
     assert all(right["passes"]) and not all(wrong["passes"])
 
@@ -119,7 +105,7 @@ def test_vf_eval_rewards_each_attempt_by_the_rubric_and_the_group_by_completion(
     assert len(traces) == 2 and all(t.ok for t in traces), [t.errors for t in traces]
     assert any(body.get("stream") for body in server.bodies)  # v1 streams its requests
     rubric = sorted(t.rewards["rubric"].score for t in traces)
-    assert rubric == [_env_score(answer_task, WRONG), 1.0]
+    assert rubric == [env_score(answer_task, WRONG), 1.0]
     assert all(t.rewards["rubric"].weight == 0.0 for t in traces)
     passes = [t.info["compoenv"]["passes"] for t in traces]
     expected = GroupReward().rewards(answer_task, passes)
