@@ -64,11 +64,11 @@ def graph_build(registry: Registry) -> tuple[ToolGraph, dict[str, Any]]:
     build, traced) the peak memory it allocates; and how many edges it never materialises."""
     start, cpu = time.perf_counter(), time.process_time()
     signatures = registry.signatures()
-    graph = ToolGraph(signatures, registry.related, registry.spec)
+    graph = ToolGraph(signatures, registry.related, registry.spec, registry.scope)
     starts = len(graph.start_tools())
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     tracemalloc.start()
-    traced = ToolGraph(registry.signatures(), registry.related, registry.spec)
+    traced = ToolGraph(registry.signatures(), registry.related, registry.spec, registry.scope)
     traced.start_tools()
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()

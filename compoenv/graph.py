@@ -19,16 +19,23 @@ from typing import (
 import networkx as nx
 
 from compoenv.interfaces import STATABLE
-from compoenv.roles import compatible
+from compoenv.roles import IDENTITY, compatible
 from compoenv.schema import Slot
 from compoenv.service import ToolSpec
 from compoenv.signature import ToolSignature
 
-__all__ = ["WORDS", "ToolGraph", "Edge", "Bucket", "IndexSlot"]
+__all__ = ["WORDS", "CROSS_API", "crosses", "ToolGraph", "Edge", "Bucket", "IndexSlot"]
 
 
 # free text: a record's text may be read on (translated, looked up), not written on
 WORDS = frozenset({"Text", "EmailSubject"})
+# values that name a thing of the world any API may act on (a person, a place, a company, a
+# link, a parcel): they join a confined API to other services; its other values (an amount,
+# a currency, a date, an id of its own) join only within its API ("scope")
+CROSS_API = frozenset({
+    "PersonName", "EmailAddress", "PhoneNumber", "City", "StreetAddress", "PostalCode",
+    "CountryCode", "OrganizationName", "Url", "AirportCode", "FlightNumber", "TrackingNumber",
+    "ProductName"})
 
 # edges kept in per-tool views (a tool's out-edges, the ones a walk may take from it); past
 # this many, the views used least recently are dropped (and computed again when asked)
@@ -124,6 +131,9 @@ class ToolGraph:
             between unrelated services are left out (default: every pair is related).
         resolve: The full ToolSpec of a qualified name (``registry.spec``), for ``specs`` of
             tools given as signatures.
+        scope: A service's API and whether it is confined to it (``registry.scope``): an
+            imported API's amounts, dates and codes join only within that API; only values
+            that ``crosses`` accepts join it to other services.
 
     Attributes:
         signatures: Each tool's signature, by qualified name, in the order given.
@@ -132,7 +142,8 @@ class ToolGraph:
 
     def __init__(self, tools: Iterable[Union[ToolSignature, ToolSpec]],
                  related: Callable[[str, str], bool] | None = None,
-                 resolve: Callable[[str], ToolSpec] | None = None) -> None:
+                 resolve: Callable[[str], ToolSpec] | None = None,
+                 scope: Callable[[str], tuple[str, bool]] | None = None) -> None:
         self.signatures: dict[str, ToolSignature] = {}
         given: dict[str, ToolSpec] = {}
         for tool in tools:
@@ -142,7 +153,8 @@ class ToolGraph:
                 self.signatures[tool.qualified_name] = ToolSignature.of(tool)
                 given[tool.qualified_name] = tool
         self.specs: Mapping[str, ToolSpec] = _Specs(self.signatures, given, resolve)
-        self._related = related
+        self._related, self._scope = related, scope
+        self._scopes: dict[str, tuple[str, bool]] = {}
         self._near: dict[str, dict[str, bool]] = {}  # service -> service -> related
         self._pairs = 0
         self._consumers: _Index = {}  # required inputs an output may fill
@@ -156,7 +168,7 @@ class ToolGraph:
                     _bucket(self._consumers, slot).add(
                         IndexSlot(position, j, name, slot.path[0], sig.service))
         self._fits: dict[tuple[str, Role, bool], tuple[Role, ...]] = {}
-        self._reach: dict[tuple[str, str, Role], bool] = {}
+        self._reach: dict[tuple[str, str, Role, bool], bool] = {}
         self._views: dict[Any, tuple[Any, int]] = {}  # per-tool views: (view, its edges)
         self._cached = 0
         self._starts: list[str] | None = None
@@ -183,7 +195,9 @@ class ToolGraph:
             by_role = self._producers[slot.interface]
             for role in self._roles_feeding(slot.interface, slot.role):
                 found.extend((p.position, j, p.index, p, slot) for p in by_role[role].slots
-                             if p.tool != tool and self.related(p.service, sig.service))
+                             if p.tool != tool
+                             and self.joins(p.service, sig.service,
+                                            crosses(slot.interface, role)))
         found.sort(key=lambda f: f[:3])
         return [Edge(p.tool, tool, slot.interface, p.where, slot.path[0], sig.service,
                      p.service != sig.service) for *_, p, slot in found]
@@ -196,7 +210,7 @@ class ToolGraph:
         if sig is None:
             return False
         for slot, bucket in self._buckets_fed(sig):
-            if self._reaches(sig.service, bucket):
+            if self._reaches(sig.service, bucket, crosses(slot.interface, slot.role)):
                 return True
             own = bucket.by_service.get(sig.service, ())
             if any(c.tool != tool for c in own) and self.related(sig.service, sig.service):
@@ -215,6 +229,25 @@ class ToolGraph:
             fits = near[b] = self._related is None or self._related(a, b)
             self._pairs += 1
         return fits
+
+    def joins(self, a: str, b: str, cross: bool) -> bool:
+        """Whether a value found in service ``a`` may fill an input of service ``b``: the
+        services are ``related``, and where either is confined to its API (``scope``), they
+        are of one API or the value ``cross``es APIs (``crosses``)."""
+        if not self.related(a, b):
+            return False
+        if a == b or cross or self._scope is None:
+            return True
+        api, confined = self._scope_of(b)
+        other, also = self._scope_of(a)
+        return other == api or not (confined or also)
+
+    def _scope_of(self, service: str) -> tuple[str, bool]:
+        scope = self._scopes.get(service)
+        if scope is None:
+            scope = self._scopes[service] = self._scope(service) if self._scope else (
+                service, False)
+        return scope
 
     def _near_of(self, service: str) -> dict[str, bool]:
         """What ``related`` answered so far for pairs from ``service``."""
@@ -273,8 +306,8 @@ class ToolGraph:
         found: list[_Candidate] = []
         for k, slot in enumerate(sig.outputs):
             for bucket in self._buckets_of(slot):
-                found.extend([(c.position, c.index, k, c)
-                              for c in self._reachable(sig.service, bucket) if c.tool != tool])
+                found.extend([(c.position, c.index, k, c) for c in self._reachable(
+                    sig.service, bucket, crosses(slot.interface, slot.role)) if c.tool != tool])
         found.sort(key=_ORDER)
         outputs = sig.outputs
         return [Edge(tool, c.tool, outputs[k].interface, outputs[k].path, c.where, c.service,
@@ -294,13 +327,14 @@ class ToolGraph:
         return Edge(tool, target.tool, out.interface, out.path, target.where, target.service,
                     target.service != sig.service)
 
-    def _reachable(self, service: str, bucket: Bucket) -> list[IndexSlot]:
-        """The inputs of ``bucket`` in services related to ``service``: the same for every
-        tool of the service, so kept as a view (``related`` asked once per service pair)."""
+    def _reachable(self, service: str, bucket: Bucket, cross: bool) -> list[IndexSlot]:
+        """The inputs of ``bucket`` in services ``service`` joins (``cross``: by a value
+        that crosses APIs): the same for every tool of the service, so kept as a view
+        (``related`` asked once per service pair)."""
         def compute() -> list[IndexSlot]:
             return [c for other, inputs in bucket.by_service.items()
-                    if self.related(service, other) for c in inputs]
-        return self.memo(("reach", service, bucket.key), compute, size=len)
+                    if self.joins(service, other, cross) for c in inputs]
+        return self.memo(("reach", service, bucket.key, cross), compute, size=len)
 
     def _candidates(self, tool: str, sig: ToolSignature) -> list[Iterator[_Candidate]]:
         """For each output of ``tool`` and each bucket of inputs it may fill, those inputs (of
@@ -310,8 +344,9 @@ class ToolGraph:
 
     def _filled(self, tool: str, sig: ToolSignature, k: int,
                 bucket: Bucket) -> Iterator[_Candidate]:
+        cross = crosses(sig.outputs[k].interface, sig.outputs[k].role)
         return ((c.position, c.index, k, c) for c in bucket.slots
-                if c.tool != tool and self.related(sig.service, c.service))
+                if c.tool != tool and self.joins(sig.service, c.service, cross))
 
     def _buckets_of(self, slot: Slot) -> list[Bucket]:
         """The buckets of inputs an output ``slot`` may fill."""
@@ -326,13 +361,13 @@ class ToolGraph:
             for bucket in self._buckets_of(slot):
                 yield slot, bucket
 
-    def _reaches(self, service: str, bucket: Bucket) -> bool:
-        """Whether an input in ``bucket`` of another service related to ``service`` exists
-        (once per service and bucket: the tools of one service share the answer)."""
-        key = (service, *bucket.key)
+    def _reaches(self, service: str, bucket: Bucket, cross: bool) -> bool:
+        """Whether an input in ``bucket`` of another service ``service`` joins exists (once
+        per service, bucket and ``cross``: the tools of one service share the answer)."""
+        key = (service, *bucket.key, cross)
         reach = self._reach.get(key)
         if reach is None:
-            reach = self._reach[key] = any(other != service and self.related(service, other)
+            reach = self._reach[key] = any(other != service and self.joins(service, other, cross)
                                            for other in bucket.by_service)
         return reach
 
@@ -383,10 +418,11 @@ class ToolGraph:
         weights: dict[tuple[str, str], int] = {}
         first: dict[tuple[str, str], tuple[int, int]] = {}  # where out_edges first meets it
         for position, sig in enumerate(self.signatures.values()):
-            for _, bucket in self._buckets_fed(sig):
+            for slot, bucket in self._buckets_fed(sig):
+                cross = crosses(slot.interface, slot.role)
                 for other, inputs in bucket.by_service.items():
                     pair = (sig.service, other)
-                    if other == sig.service or not self.related(*pair):
+                    if other == sig.service or not self.joins(*pair, cross):
                         continue
                     weights[pair] = weights.get(pair, 0) + len(inputs)
                     first[pair] = min(first.get(pair, (position, inputs[0].position)),
@@ -409,20 +445,28 @@ class ToolGraph:
         index, without listing them)."""
         inner = cross = 0
         # inputs of related other services in a bucket: the same for every tool of a service
-        reached: dict[tuple[str, str, Role], int] = {}
+        reached: dict[tuple[str, str, Role, bool], int] = {}
         for name, sig in self.signatures.items():
-            for _, bucket in self._buckets_fed(sig):
-                key = (sig.service, *bucket.key)
+            for slot, bucket in self._buckets_fed(sig):
+                over = crosses(slot.interface, slot.role)
+                key = (sig.service, *bucket.key, over)
                 if key not in reached:
                     reached[key] = sum(len(inputs) for other, inputs in bucket.by_service.items()
-                                       if other != sig.service and self.related(sig.service,
-                                                                                other))
+                                       if other != sig.service
+                                       and self.joins(sig.service, other, over))
                 cross += reached[key]
                 own = bucket.by_service.get(sig.service, ())
                 if own and self.related(sig.service, sig.service):
                     inner += sum(c.tool != name for c in own)
         return {"tools": len(self.signatures), "edges": inner + cross,
                 "cross_service_edges": cross, "start_tools": len(self.start_tools())}
+
+
+def crosses(interface: str, role: Role) -> bool:
+    """Whether a value found in one API may be used in another: an entity of the world
+    (``CROSS_API``), and a person only as the role a record gives them (the order's
+    customer, the repo's owner), not any name or email a record holds."""
+    return interface in CROSS_API and (role is not None or interface not in IDENTITY)
 
 
 def _bucket(index: _Index, slot: Slot) -> Bucket:

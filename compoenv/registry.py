@@ -240,6 +240,14 @@ class Registry:
             return True
         return "*" in first or "*" in second or b in first or a in second
 
+    def scope(self, name: str) -> tuple[str, bool]:
+        """A service's API (``api``, else its own name), and whether it is confined to it: a
+        spec that names no related services (an imported API's) trades amounts, dates, codes
+        and ids only within its own API (or takes them from its user), and with other
+        services only people of a role, places, companies and links (``graph.crosses``)."""
+        info = self.info(name)
+        return info.api or name, info.kind == "spec" and not info.related
+
     def fingerprint(self, services: Iterable[str]) -> dict[str, str]:
         """Versions of the named services, recorded in tasks to detect stale task files."""
         return {name: self.info(name).version for name in sorted(services)}

@@ -11,6 +11,7 @@ from compoenv.interfaces import STATABLE
 from compoenv.registry import Registry
 from compoenv.roles import compatible
 from compoenv.service import ToolSpec
+from compoenv.schema import Slot
 from compoenv.signature import ToolSignature
 
 
@@ -160,3 +161,36 @@ def test_the_service_view_counts_the_edges_between_services_in_the_order_they_ap
                 pair = (g.signatures[name].service, e.target_service)
                 weights[pair] = weights.get(pair, 0) + 1
     assert list(g.service_graph().edges(data="weight")) == [(*p, w) for p, w in weights.items()]
+
+
+def _tool(service: str, name: str, inputs: tuple[Slot, ...], outputs: tuple[Slot, ...]
+          ) -> ToolSignature:
+    return ToolSignature(service, name, f"{service.replace('.', '-')}__{name}", False, True,
+                         tuple(s.path[0] for s in inputs), inputs, outputs, False)
+
+
+def test_a_confined_api_trades_amounts_within_itself_and_only_entities_with_others():
+    price = Slot("Money", ("price",), role="price")
+    customer = Slot("EmailAddress", ("email",), role="customer")
+    anyone = Slot("EmailAddress", ("contact_email",))  # a record's email, of no role
+    recipient = Slot("EmailAddress", ("to",), role="recipient")
+    tools = [
+        _tool("shop.orders", "get_order", (), (price, customer, anyone)),
+        _tool("shop.refunds", "refund", (Slot("Money", ("price",), role="price"),), ()),
+        _tool("billing", "charge", (Slot("Money", ("price",), role="price"),), ()),
+        _tool("mailer", "send", (recipient,), ()),
+        _tool("bank", "pay", (Slot("Money", ("price",), role="price"),), ()),
+    ]
+    scopes = {"shop.orders": ("shop", True), "shop.refunds": ("shop", True),
+              "billing": ("billing", True), "mailer": ("mailer", True),
+              "bank": ("bank", False)}
+    confined = ToolGraph(tools, scope=scopes.__getitem__)
+    edges = {(e.target, e.path) for e in confined.out_edges("shop-orders__get_order")}
+    assert ("shop-refunds__refund", ("price",)) in edges      # one API: any value
+    assert ("billing__charge", ("price",)) not in edges       # another API's amount: never
+    assert ("bank__pay", ("price",)) not in edges             # nor into an unconfined one
+    assert ("mailer__send", ("email",)) in edges              # the order's customer crosses
+    assert ("mailer__send", ("contact_email",)) not in edges  # an email of no role does not
+    assert confined.stats()["edges"] == len(confined.out_edges("shop-orders__get_order"))
+    free = ToolGraph(tools)  # without scopes every related pair joins, as before
+    assert {(e.target, e.path) for e in free.out_edges("shop-orders__get_order")} > edges

@@ -87,7 +87,8 @@ def graph(as_json: bool, png: str | None, services_only: bool) -> None:
         raise click.BadParameter("only applies to a drawing: add --png FILE",
                                  param_hint="'--services-only'")
     registry = Registry.default()
-    tool_graph = ToolGraph(registry.signatures(), registry.related, registry.spec)
+    tool_graph = ToolGraph(registry.signatures(), registry.related, registry.spec,
+                           registry.scope)
     if png:
         _draw_graph(tool_graph, png, services_only)
         click.echo(png, err=as_json)

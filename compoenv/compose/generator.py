@@ -142,7 +142,7 @@ class Composer:
             self.registry.get(name)  # an unknown name fails here, with "did you mean"
         # signatures come from library indexes: a service is built when a walk reaches it
         self.graph = ToolGraph(self.registry.signatures(names), self.registry.related,
-                               self.registry.spec)
+                               self.registry.spec, self.registry.scope)
         self.rejections: Counter[str] = Counter()
         self.rejections_by_tool: Counter[tuple[str, str]] = Counter()
         self.misses: Counter[tuple[str, str]] | None = None

@@ -7,7 +7,7 @@ from itertools import accumulate
 from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
 from compoenv.compose.records import Value
-from compoenv.graph import Bucket, Edge, IndexSlot, ToolGraph
+from compoenv.graph import Bucket, Edge, IndexSlot, ToolGraph, crosses
 
 __all__ = ["LISTED", "Keep", "lists_options", "drawn", "weighted"]
 
@@ -33,6 +33,7 @@ class _Class(NamedTuple):
     k: int
     bucket: Bucket
     inputs: list[IndexSlot] | None
+    cross: bool  # the value crosses APIs (``graph.crosses``)
 
 
 def lists_options(graph: ToolGraph, tool: str) -> bool:
@@ -95,18 +96,21 @@ def _classes(graph: ToolGraph, tool: str, service: str,
         value = values.get((outputs[k].interface, outputs[k].path))
         if value is None:
             continue
+        cross = crosses(outputs[k].interface, outputs[k].role)
         own = bucket.by_service.get(service, [])
         if own and own_w:
-            classes.append(_Class(own_w * len(own), value, k, bucket, own))
+            classes.append(_Class(own_w * len(own), value, k, bucket, own, cross))
         near = len(own)
         for other in visited:
             inputs = bucket.by_service.get(other)
             if inputs and other != service:
                 near += len(inputs)
-                if visited_w and graph.related(service, other):
-                    classes.append(_Class(visited_w * len(inputs), value, k, bucket, inputs))
+                if visited_w and graph.joins(service, other, cross):
+                    classes.append(_Class(visited_w * len(inputs), value, k, bucket, inputs,
+                                          cross))
         if len(bucket.slots) > near and new_w:
-            classes.append(_Class(new_w * (len(bucket.slots) - near), value, k, bucket, None))
+            classes.append(_Class(new_w * (len(bucket.slots) - near), value, k, bucket, None,
+                                  cross))
     return classes
 
 
@@ -117,7 +121,7 @@ def _input(pick: _Class, service: str, visited: set[str], graph: ToolGraph,
         return pick.inputs[rng.randrange(len(pick.inputs))]
     target = pick.bucket.slots[rng.randrange(len(pick.bucket.slots))]
     if (target.service == service or target.service in visited
-            or not graph.related(service, target.service)):
+            or not graph.joins(service, target.service, pick.cross)):
         return None
     return target
 
