@@ -16,7 +16,7 @@ the rubric score with ``agl.emit_reward`` (``rubric_score`` the primary key, wit
 
 from __future__ import annotations
 
-from typing import Any, Literal, Mapping, Sequence
+from typing import Literal
 
 try:
     import agentlightning as agl
@@ -24,15 +24,9 @@ except ImportError as exc:  # an optional extra: name it
     raise ImportError("compoenv.integrations.agentlightning needs Agent Lightning: "
                       "pip install 'compoenv[agentlightning]'") from exc
 
-from compoenv.integrations.episodes import play_task
-from compoenv.task import Task
+from compoenv.integrations.episodes import play_task, row_task, task_rows
 
 __all__ = ["CompoenvAgent", "task_rows"]
-
-
-def task_rows(tasks: Sequence[Task | Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Dataset items for ``Trainer.fit``: one ``{"task": <task JSON>}`` per task."""
-    return [{"task": Task.coerce(t).model_dump(mode="json")} for t in tasks]
 
 
 class CompoenvAgent(agl.LitAgent[dict]):

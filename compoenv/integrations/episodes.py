@@ -10,7 +10,7 @@ from compoenv.reward import completion_focused
 from compoenv.rollout import play_episode
 from compoenv.task import Task
 
-__all__ = ["GroupReward", "criterion_passes", "record_passes", "play_task"]
+__all__ = ["GroupReward", "criterion_passes", "record_passes", "play_task", "task_rows", "row_task"]
 
 
 def criterion_passes(task: Task, results: Sequence[Mapping[str, Any]]) -> list[bool]:
@@ -24,6 +24,19 @@ def criterion_passes(task: Task, results: Sequence[Mapping[str, Any]]) -> list[b
 def record_passes(task: Task, record: Mapping[str, Any]) -> list[bool]:
     """The pass vector of a trajectory record (a failed episode's record passes nothing)."""
     return criterion_passes(task, record.get("meta", {}).get("rubric") or [])
+
+
+def task_rows(tasks: Sequence[Task | Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Dataset items that carry a task each: ``{"task": <task JSON>}``."""
+    return [{"task": Task.coerce(t).model_dump(mode="json")} for t in tasks]
+
+
+def row_task(row: Mapping[str, Any], fix: str) -> Task:
+    """The task of a dataset item built by ``task_rows``; ``fix`` names how to build items."""
+    if "task" not in row:
+        raise ValueError(f"the dataset item has no 'task' (keys: {sorted(row)}); build items "
+                         f"with {fix}")
+    return Task.coerce(row["task"])
 
 
 @dataclass(frozen=True)
