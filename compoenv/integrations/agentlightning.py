@@ -57,11 +57,9 @@ class CompoenvAgent(agl.LitAgent[dict]):
     async def rollout_async(self, task: dict, resources: agl.NamedResources,
                             rollout: agl.Rollout) -> None:
         """One episode of ``task["task"]``; emits its reward span."""
-        if "task" not in task:
-            raise ValueError(f"the dataset item has no 'task' (keys: {sorted(task)}); build "
-                             f"items with compoenv.integrations.agentlightning.task_rows(tasks)")
+        item = row_task(task, "compoenv.integrations.agentlightning.task_rows(tasks)")
         llm = self._resource(resources, rollout)
-        record = await play_task(task["task"], llm.get_base_url(), llm.model,
+        record = await play_task(item, llm.get_base_url(), llm.model,
                                  api_key=llm.api_key or "EMPTY", mode=self.mode,
                                  max_steps=self.max_steps, tool_format=self.tool_format,
                                  sampling=llm.sampling_parameters, source="agentlightning")

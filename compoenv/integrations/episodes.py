@@ -60,7 +60,8 @@ class GroupReward:
 
 
 async def play_task(task: Task | Mapping[str, Any], base_url: str, model: str, *,
-                    api_key: str = "EMPTY", mode: Literal["direct", "gateway"] = "direct", max_steps: int = 30,
+                    api_key: str = "EMPTY", mode: Literal["direct", "gateway"] = "direct",
+                    max_steps: int = 30,
                     tool_format: Literal["native", "hermes", "qwen3_coder"] = "hermes",
                     rollout_idx: int = 0, source: str = "compoenv",
                     sampling: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""verifiers v1 (prime-rl): compoenv tasks as a taskset whose env plays the user, scored by the rubric.
+"""verifiers v1 (prime-rl): compoenv tasks as a taskset, an env playing the user, a rubric reward.
 
     uv run vf-eval compoenv-env --env.taskset.tasks tasks.jsonl -m MODEL   # after
     pip install -e rl/verifiers/compoenv_env        # the environment package prime-rl loads
