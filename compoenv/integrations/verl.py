@@ -137,7 +137,7 @@ class _TokenPolicy:
             self.logprobs = [0.0] * len(self.mask)  # a server that starts giving logprobs
         merged, self.mask, logprobs = await loop.ct_merge_assistant_token(
             self.ids, list(output.token_ids), self.mask, self.logprobs,
-            assistant_logprobs=list(output.log_probs) if self.logprobs is not None else None)
+            assistant_logprobs=None if self.logprobs is None else list(output.log_probs or ()))
         self.ids, self.logprobs = merged.token_ids, logprobs
         if len(self.mask) >= loop.response_length:  # cut off: the env plays what there is
             self.stop = "response_length"
