@@ -5,10 +5,13 @@ span holds the rubric score."""
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
 import pytest
 
+# litellm (imported by the framework) fetches a price list at import unless told to stay local
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 agl = pytest.importorskip("agentlightning", reason="Agent Lightning is not installed")
 
 from chat_server import ChatServer, OraclePolicy  # noqa: E402

@@ -9,10 +9,13 @@ sample; a real vLLM endpoint returns them for ``logprobs=True``, which the test 
 from __future__ import annotations
 
 import asyncio
+import os
 import json
 
 import pytest
 
+# litellm (imported by the framework) fetches a price list at import unless told to stay local
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 art = pytest.importorskip("art", reason="ART (openpipe-art) is not installed")
 
 from chat_server import ChatServer  # noqa: E402
