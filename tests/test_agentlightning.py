@@ -12,6 +12,7 @@ import pytest
 
 # litellm (imported by the framework) fetches a price list at import unless told to stay local
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("AGENTOPS_LOGGING_TO_FILE", "False")  # agentops (imported too) logs to ./
 agl = pytest.importorskip("agentlightning", reason="Agent Lightning is not installed")
 
 from chat_server import ChatServer, OraclePolicy  # noqa: E402
