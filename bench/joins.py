@@ -16,8 +16,8 @@ draws the same rows again from the corpus.
 The importer's own functions tag each row as it would in an import (parameters: noise left
 out, path ids keyed by the path; fields: ``tag_field``; a response record's id keyed by its
 collection; a field it does not convert, read-only in a request or write-only in a response
-(``left_out``), gets no tag). Precision is the share of the tags the importer assigns that match the label;
-recall the share of the label's tags the importer assigns.
+(``left_out``), gets no tag). Precision is the share of the tags the importer assigns that
+match the label; recall the share of the label's tags the importer assigns.
 """
 
 from __future__ import annotations

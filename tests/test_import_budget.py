@@ -50,9 +50,10 @@ def giant_api(per_tag: int = PER_TAG, fields: int = 12, huge: tuple[str, ...] = 
         "owner": {"$ref": "#/components/schemas/Entity"}}} for tag in TAGS}
     return {"openapi": "3.0.3", "info": {"title": "Giant Graph", "version": "1"},
             "tags": [{"name": t} for t in TAGS], "paths": paths,
-            "components": {"schemas": {**records, "Huge": _record(2_000), "Entity": {"type": "object", "properties": {
-                "id": {"type": "string"}, "displayName": {"type": "string"},
-                "manager": {"$ref": "#/components/schemas/Entity"}}}}}}
+            "components": {"schemas": {**records, "Huge": _record(2_000), "Entity": {
+                "type": "object", "properties": {
+                    "id": {"type": "string"}, "displayName": {"type": "string"},
+                    "manager": {"$ref": "#/components/schemas/Entity"}}}}}}
 
 
 def _whole(defs: dict[str, Any]) -> bool:

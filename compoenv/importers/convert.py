@@ -18,8 +18,9 @@ from urllib.parse import unquote
 
 from compoenv.importers.infer import field_key, object_hint, tag_field
 from compoenv.importers.nodes import (
-    ANNOTATIONS as _ANNOTATIONS, brief as _brief, kind as _kind, list_of as _list, one_ref,
-    parts as _parts, pointer as _pointer, props as _props, ref_counts as _ref_counts)
+    Reads, annotated as _annotated, brief as _brief, kind as _kind,
+    list_of as _list, one_ref, parts as _parts, pointer as _pointer, props as _props,
+    ref_counts as _ref_counts)
 from compoenv.importers.resources import Resources, find_record, record_field, records_of
 from compoenv.schema import inline_refs, ref_names
 from compoenv.worldmodel.spec import SpecError
@@ -241,7 +242,7 @@ class Converter:
         # only what loading the spec reads: it inlines references to a bounded depth and size
         # (``compoenv.schema.inline_refs``), so definitions past them are never read; an API
         # whose components all reach each other (Microsoft Graph) would give every service all
-        reads = _Reads(self.defs)
+        reads = Reads(self.defs)
         for tool in spec["tools"]:
             for key in ("parameters", "returns"):
                 reads.read.update(n for n in ref_names(tool[key]) if n in self.defs)
@@ -367,24 +368,6 @@ class Converter:
     def _skip(self, warning: str, result: Any = None) -> Any:
         self.warnings.append(warning)
         return result
-
-
-def _annotated(node: dict[str, Any]) -> bool:
-    """Whether a node holds nothing but a reference's annotations (a description, a title,
-    vendor extensions such as ``x-ms-navigationProperty``), so the reference may stay shared."""
-    return all(k in _ANNOTATIONS or k.startswith("x-") for k in node)
-
-
-class _Reads(dict[str, Any]):
-    """Definitions that note which of them a reader looked up."""
-
-    def __init__(self, defs: dict[str, Any]) -> None:
-        super().__init__(defs)
-        self.read: set[str] = set()
-
-    def __getitem__(self, name: str) -> Any:
-        self.read.add(name)
-        return super().__getitem__(name)
 
 
 def _mark(field: dict[str, Any], resource: str) -> None:

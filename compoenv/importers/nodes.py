@@ -7,8 +7,8 @@ from collections import Counter
 from typing import Any
 from urllib.parse import unquote
 
-__all__ = ["ANNOTATIONS", "MAX_DESCRIPTION", "brief", "kind", "list_of", "one_ref", "parts",
-           "pointer", "props", "ref_counts"]
+__all__ = ["ANNOTATIONS", "MAX_DESCRIPTION", "Reads", "annotated", "brief", "kind", "list_of",
+           "one_ref", "parts", "pointer", "props", "ref_counts"]
 
 ANNOTATIONS = frozenset({"$ref", "description", "title", "summary", "example", "examples",
                          "xml"})
@@ -97,3 +97,21 @@ def ref_counts(root: Any) -> Counter[str]:
         elif isinstance(node, list):
             todo.extend(node)
     return counts
+
+
+def annotated(node: dict[str, Any]) -> bool:
+    """Whether a node holds nothing but a reference's annotations (a description, a title,
+    vendor extensions such as ``x-ms-navigationProperty``), so the reference may stay shared."""
+    return all(k in ANNOTATIONS or k.startswith("x-") for k in node)
+
+
+class Reads(dict[str, Any]):
+    """Definitions that note which of them a reader looked up."""
+
+    def __init__(self, defs: dict[str, Any]) -> None:
+        super().__init__(defs)
+        self.read: set[str] = set()
+
+    def __getitem__(self, name: str) -> Any:
+        self.read.add(name)
+        return super().__getitem__(name)
