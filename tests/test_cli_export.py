@@ -249,3 +249,19 @@ def test_launch_scripts_use_only_flags_openrlhf_defines(script, module):
     else:
         assert args["data.multiturn"] and args["data.apply_chat_template"]
         assert args["data.input_key"] == "messages"
+
+
+def test_export_verl_writes_rows_of_verified_tasks_and_refuses_other_formats(tasks, tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet")
+    path = tmp_path / "tasks.jsonl"
+    save_tasks(tasks, path)
+    out = tmp_path / "train.parquet"
+    result = CliRunner().invoke(main, ["export", "verl", "--tasks", str(path), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = pq.read_table(out).to_pylist()
+    assert [r["extra_info"]["task_id"] for r in rows] == [t.id for t in tasks]
+    assert {r["agent_name"] for r in rows} == {"compoenv"}
+    bad = CliRunner().invoke(main, ["export", "verl", "--tasks", str(path), "-o",
+                                    str(tmp_path / "train.csv")])
+    assert bad.exit_code != 0 and "write a .parquet or .jsonl file" in bad.output
+    assert "Traceback" not in bad.output

@@ -159,3 +159,32 @@ def openrlhf_sft(sft_path: Path, output: Path, calls: str) -> None:
         fh.write("\n".join(lines) + "\n")
     click.echo(f"{count} trajectories -> {output} (OpenRLHF: --data.multiturn "
                "--data.apply_chat_template --data.input_key messages)", err=True)
+
+
+@export.command("verl")
+@click.option("--tasks", "tasks_path", required=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Task JSONL (compoenv generate).")
+@output_option("The dataset to write: .parquet (verl's usual) or .jsonl.")
+@click.option("--mode", type=click.Choice(MODES), default="direct", show_default=True,
+              help="Tools the episodes list (the agent loop plays each row's mode).")
+@click.option("--split", type=click.Choice(["train", "test"]), default="train",
+              show_default=True, help="Recorded in each row's extra_info.")
+@library_option
+def verl(tasks_path: Path, output: Path, mode: str, split: str) -> None:
+    """verl dataset for compoenv's agent loop (agent_name compoenv, the task in extra_info)."""
+    if output.suffix not in (".parquet", ".jsonl", ".json"):
+        raise click.ClickException(f"{output}: write a .parquet or .jsonl file")
+    try:
+        from compoenv.integrations.verl_data import write_verl_dataset
+    except ImportError as exc:
+        raise click.ClickException(str(exc)) from None
+    registry = Registry.default()
+    tasks = load_checked(tasks_path, registry)
+    verified, unverified = _verified(tasks, registry)
+    if not verified:
+        raise click.ClickException(f"none of the {len(tasks)} tasks of {tasks_path} verifies; "
+                                   f"{output} was not written")
+    count = write_verl_dataset(verified, output, mode=mode, split=split)
+    click.echo(f"{count} rows -> {output} (verl: data.train_files={output} with "
+               f"rl/verl/agent_loop.yaml; {len(unverified)} unverified tasks skipped)", err=True)

@@ -20,6 +20,7 @@ kept in ``metrics["independent_reward"]``.
 
 from __future__ import annotations
 
+import inspect
 import json
 from typing import Any, Awaitable, Callable, Literal, Mapping, Sequence
 
@@ -29,11 +30,41 @@ except ImportError as exc:  # an optional extra: name it
     raise ImportError("compoenv.integrations.art needs ART: pip install 'compoenv[art]'"
                       ) from exc
 
-from compoenv.agents.endpoint import Turn
-from compoenv.env import CompoWorldEnv
-from compoenv.integrations.episodes import GroupReward, record_passes
-from compoenv.rollout import play_episode
-from compoenv.task import Task
+def _keep_transformers_whole() -> None:
+    """Undo ART's swap of transformers' mask helper where it does not fit.
+
+    ``import art`` replaces ``transformers.masking_utils._preprocess_mask_arguments`` with a
+    wrapper written for an older signature (one more required argument); under transformers
+    5.x every model of the process then fails its first forward pass. Rollouts here go through an
+    endpoint and need no patch, and a process that also runs a local model (a tiny policy, an
+    SFT step) must keep working, so the original comes back when the wrapper cannot take the
+    original's arguments.
+    """
+    try:
+        from art.transformers import patches
+        from transformers import masking_utils
+    except ImportError:
+        return
+    swapped = getattr(patches, "_patched_preprocess_mask_arguments", None)
+    original = getattr(patches, "_preprocess_mask_arguments", None)
+    if (swapped is None or original is None
+            or masking_utils._preprocess_mask_arguments is not swapped):
+        return
+    needed = [p for p in inspect.signature(original).parameters.values()
+              if p.default is p.empty and p.kind is p.POSITIONAL_OR_KEYWORD]
+    try:  # transformers calls it with the original's required arguments
+        inspect.signature(swapped).bind(*needed)
+    except TypeError:
+        masking_utils._preprocess_mask_arguments = original
+
+
+_keep_transformers_whole()
+
+from compoenv.agents.endpoint import Turn  # noqa: E402
+from compoenv.env import CompoWorldEnv  # noqa: E402
+from compoenv.integrations.episodes import GroupReward, record_passes  # noqa: E402
+from compoenv.rollout import play_episode  # noqa: E402
+from compoenv.task import Task  # noqa: E402
 
 __all__ = ["rollout", "trajectory", "ChoiceAgent", "completion_focused_group", "make_group_scorer"]
 
