@@ -208,3 +208,13 @@ def test_joins_bench_leaves_untagged_what_the_importer_does_not_convert():
     assert predict(row)["interface"] == "Url"
     assert predict({**row, "left_out": True}) == {"interface": None, "role": None, "key": None,
                                                   "noise": False}
+
+
+@pytest.mark.parametrize("name, parents, noise", [
+    ("nextPageLink", (), True), ("selfLink", ("metadata",), True), ("prev_url", (), True),
+    ("next", ("_metadata",), True), ("first_page_href", (), True),
+    ("url", (), False), ("website_url", (), False), ("link", ("item",), False),
+    ("next_step_url", (), False),
+])
+def test_a_response_s_links_to_its_own_pages_are_paging_not_links(name, parents, noise):
+    assert is_noise(name, "response", "", parents) is noise

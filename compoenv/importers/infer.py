@@ -60,7 +60,9 @@ _NOISE_TEXT = re.compile(
     r"page token|token for the next page|next page of results|tracking the request|"
     r"request id|correlation id|idempotency|selector specifying which fields|"
     r"format of the response|response format|error format)\b", re.I)
-_PAGING = set("meta paging pagination links _links page_info pageinfo".split())
+_PAGING = set("meta metadata paging pagination links _links page_info pageinfo".split())
+# a response's links to other pages of itself ("nextPageLink", "selfLink", "prev_url")
+_PAGE_LINK = re.compile(r"^(next|prev|previous|first|last|self)(_page)?_(link|url|uri|href)$")
 # objects of authorisation material in a request: a signed consent, a signature, credentials
 _AUTH_OBJECTS = set("consent consent_artifact signature credentials authentication auth "
                     "authorization".split())
@@ -119,8 +121,9 @@ def is_noise(name: str, place: str = "body", description: str = "",
         return True
     if place == "response":
         return key in ("next_link", "next_token", "next_page_token", "etag", "odata_next_link",
-                       "cursor", "next_cursor") or (key in _PAGING_FIELDS and (not parents or bool(
-                           {snake(p, 200) for p in parents[-2:]} & _PAGING)))
+                       "cursor", "next_cursor") or bool(_PAGE_LINK.match(key)) or (
+                           key in _PAGING_FIELDS and (not parents or bool(
+                               {snake(p, 200) for p in parents[-2:]} & _PAGING)))
     if place == "path":
         return key in ("access_token", "api_key")
     if place == "body" and {snake(p, 200) for p in parents} & _AUTH_OBJECTS:
