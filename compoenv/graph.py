@@ -19,7 +19,7 @@ from typing import (
 import networkx as nx
 
 from compoenv.interfaces import STATABLE
-from compoenv.roles import IDENTITY, compatible
+from compoenv.roles import compatible
 from compoenv.schema import Slot
 from compoenv.service import ToolSpec
 from compoenv.signature import ToolSignature
@@ -36,6 +36,9 @@ CROSS_API = frozenset({
     "PersonName", "EmailAddress", "PhoneNumber", "City", "StreetAddress", "PostalCode",
     "CountryCode", "OrganizationName", "Url", "AirportCode", "FlightNumber", "TrackingNumber",
     "ProductName"})
+# of those, what crosses without a role: a place or a code that names one thing
+_PLACES = frozenset({"City", "StreetAddress", "PostalCode", "AirportCode", "FlightNumber",
+                     "TrackingNumber"})
 
 # edges kept in per-tool views (a tool's out-edges, the ones a walk may take from it); past
 # this many, the views used least recently are dropped (and computed again when asked)
@@ -464,9 +467,10 @@ class ToolGraph:
 
 def crosses(interface: str, role: Role) -> bool:
     """Whether a value found in one API may be used in another: an entity of the world
-    (``CROSS_API``), and a person only as the role a record gives them (the order's
-    customer, the repo's owner), not any name or email a record holds."""
-    return interface in CROSS_API and (role is not None or interface not in IDENTITY)
+    (``CROSS_API``), and a person, company, country or link only as the role a record gives
+    it (the order's customer, the repo's owner, the company's website), not any name, email
+    or url a record holds (a Stripe object's ``url`` is an API path, no page to bookmark)."""
+    return interface in CROSS_API and (role is not None or interface in _PLACES)
 
 
 def _bucket(index: _Index, slot: Slot) -> Bucket:

@@ -148,3 +148,23 @@ def test_requests_open_with_a_line_of_context_from_their_domain(walks):
     opened = sum(any(t.split("{")[0] in task.instruction for ts in CONTEXTS.values()
                      for t in ts) for task, _ in walks)
     assert opened > len(walks) // 3
+
+
+def test_a_write_that_changes_a_record_needs_more_than_which_record():
+    from compoenv.compose.identity import call_problem
+    from compoenv.schema import Slot
+    from compoenv.service import ToolSpec
+
+    def spec(name: str, read_only: bool = False) -> ToolSpec:
+        params = {"type": "object", "required": ["playlist_id"], "properties": {
+            "playlist_id": {"type": "string"}, "title": {"type": "string"}}}
+        return ToolSpec(service="music", name=name, description="d", read_only=read_only,
+                        simulated=True, parameters=params, returns={"type": "object"},
+                        inputs=(Slot("MusicPlaylistId", ("playlist_id",)),))
+    world = World.get(0)
+    assert call_problem(spec("update_playlist"), {"playlist_id": "p1"}, world) == "empty_update"
+    assert call_problem(spec("update_playlist"), {"playlist_id": "p1", "title": "Runs"},
+                        world) is None
+    assert call_problem(spec("delete_playlist"), {"playlist_id": "p1"}, world) is None
+    assert call_problem(spec("get_playlist", read_only=True), {"playlist_id": "p1"},
+                        world) is None

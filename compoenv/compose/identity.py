@@ -7,6 +7,7 @@ every published solution again (``Rejected("identity", ...)``).
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
 from compoenv.roles import IDENTITY
@@ -51,8 +52,12 @@ def call_problem(spec: ToolSpec, arguments: Mapping[str, Any], world: World) -> 
         ``same_person``: two roles of the call are one person (she interviews herself);
         ``self_link``: the user acts on themself where the role is someone else's;
         ``same_place``: origin and destination (or pickup and drop-off, the two ends of a
-        range) are one place.
+        range) are one place;
+        ``empty_update``: a write that changes a record is given only which record ("update
+        the playlist for that id"), nothing to change it to.
     """
+    if _changes(spec) and all(_is_key(spec, param) for param in arguments):
+        return "empty_update"
     people: dict[str, Person] = {}  # role (or param when untagged) -> the person it names
     for param, role, _ in _identity_slots(spec):
         if param not in arguments:
@@ -80,6 +85,20 @@ def call_problem(spec: ToolSpec, arguments: Mapping[str, Any], world: World) -> 
                 str(value).casefold() == str(other).casefold():
             return "same_place"
     return None
+
+
+_CHANGE = re.compile(r"^(update|patch|modify|edit|change|replace|put|set)(_|$)")
+
+
+def _changes(spec: ToolSpec) -> bool:
+    """A write named for changing a record it is given (``update_playlist``, ``patch_user``)."""
+    return not spec.read_only and bool(_CHANGE.match(spec.name))
+
+
+def _is_key(spec: ToolSpec, param: str) -> bool:
+    """Whether a parameter only says which record (an id), not what it should become."""
+    interface = next((s.interface for s in spec.inputs if s.path == (param,)), "")
+    return interface.endswith("Id") or param == "id" or param.endswith("_id")
 
 
 def _endpoint_pairs(spec: ToolSpec) -> tuple[tuple[str, str], ...]:
