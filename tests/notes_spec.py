@@ -9,6 +9,7 @@ NOTE = {"type": "object", "required": ["id", "title", "body"],
                        "body": {"type": "string", "x-interface": "Text"}}}
 SPEC = validate_spec({
     "name": "notes", "domain": "productivity", "description": "A simple notes app for tests.",
+    "state": "world_model",  # every call goes to the world model backend under test
     "tools": [
         {"name": "create_note", "description": "Create a note.", "read_only": False,
          "parameters": {"type": "object", "required": ["title", "body"], "properties": {

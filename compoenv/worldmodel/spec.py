@@ -16,6 +16,10 @@ schema, so spec tools join the implemented services in the dependency graph. A n
 ``"x-key": "<resource>"`` is a resource id that joins within the spec's ``api`` (its name by
 default): the services split from one imported API share their ids.
 
+The tools of a CRUD resource (list / get / create / update / cancel / delete of one kind of
+record, ``worldmodel.resources``) run against records kept in the service's state
+(``worldmodel.store``); ``"state": "world_model"`` leaves every tool to the world model.
+
 Schemas the tools share live once in the spec's ``"$defs"`` and are referenced as
 ``{"$ref": "#/$defs/<name>"}``; they are inlined when the spec is loaded, to a bounded depth
 (``compoenv.schema.inline_refs``: a recursive schema is cut to a plain object).
@@ -230,12 +234,19 @@ def _slots(spec: dict[str, Any], parameters: dict[str, Any],
 
 
 def service_from_spec(spec: dict[str, Any], base: type[Service]) -> type[Service]:
-    """A Service subclass (of ``base``, the simulated-service base) for a validated spec."""
+    """A Service subclass (of ``base``, the simulated-service base) for a validated spec; the
+    tools of its CRUD resources run against records in its state (``worldmodel.store``)."""
+    from compoenv.worldmodel.store import ResourceStore, StatefulResources
+
     tools = spec_tools(spec)
-    cls = type(f"Spec_{spec['name']}", (base,), {
+    store = ResourceStore(spec["name"], tools if spec.get("state") != "world_model" else {})
+    bases: tuple[type, ...] = (StatefulResources, base) if store else (base,)
+    cls = type(f"Spec_{spec['name']}", bases, {
         "__doc__": spec["description"], "name": spec["name"], "domain": spec["domain"],
         "related": tuple(spec.get("related", ())), "version": spec.get("version", "1"),
         "__module__": f"compoenv.specs.{spec['name']}",
     })
     cls._spec_tools = tools  # type: ignore[attr-defined]
+    if store:
+        cls._store = store  # type: ignore[attr-defined]
     return cls

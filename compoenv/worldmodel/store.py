@@ -1,0 +1,274 @@
+"""Real state for a spec's CRUD resources: seeded records that list, get, create, update and delete.
+
+``recognise`` (``resources``) finds a spec's resources; here they run against records kept in
+the service's simulated state (``SimState.records``, one collection per resource, the one the
+offline world model uses for that noun, so its answers about the noun see them too):
+
+* the records are seeded from the World by the offline world model (realistic, role-consistent
+  values, the same for the same world seed), a handful per resource;
+* a get answers the record or 404, a list filters by the record fields it is given (and a
+  search text), a create adds a record with a new id in the API's own format (409 when the
+  key it is given is taken), an update changes the record (404 when unknown), a cancel moves it
+  to the cancelled status (409 when it is already), a delete removes it (then a get is 404).
+
+A write replaces its collection (copy on write), so a checkpoint or fork that shares the old one
+stays as it was, and the simulator's digest of the state follows. An answer that does not fit
+the tool's return schema is not given: the world model answers that call instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from typing import Any, ClassVar, Mapping
+
+from compoenv.crud import get_or_404, next_id, norm
+from compoenv.schema import is_valid
+from compoenv.service import Service, ToolError, ToolResult, ToolSpec, ok
+from compoenv.world import World
+from compoenv.worldmodel.base import SimState, ToolAnswer, ToolRequest
+from compoenv.worldmodel.coherence import record_plan, request_plan, settle, targets
+from compoenv.worldmodel.offline import OfflineWorldModel
+from compoenv.worldmodel.resources import (LIMIT_PARAMS, QUERY_PARAMS, Operation, Resource,
+                                           recognise)
+
+__all__ = ["ResourceStore", "StatefulResources", "SEED_RECORDS", "naming_a_record"]
+
+SEED_RECORDS = 6  # records a resource starts with: enough to find, few enough to read
+_NUMBERED = re.compile(r"^(.*?)(\d+)$")
+_OFFLINE = OfflineWorldModel()
+
+
+def _seed_of(*parts: Any) -> int:
+    text = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
+
+
+def _same(stored: Any, wanted: Any) -> bool:
+    if isinstance(stored, str) and isinstance(wanted, str):
+        return norm(stored) == norm(wanted)
+    return bool(stored == wanted)
+
+
+class ResourceStore:
+    """The CRUD resources of one spec service and how their tools are answered.
+
+    Args:
+        service: The service's name.
+        tools: Its ToolSpecs by name.
+    """
+
+    def __init__(self, service: str, tools: Mapping[str, ToolSpec]) -> None:
+        self.service = service
+        self.resources = recognise(tools)
+        self.by_tool: dict[str, tuple[Resource, Operation]] = {
+            op.tool: (resource, op) for resource in self.resources.values()
+            for op in resource.operations.values()}
+        # the list a resource's records are seeded by, made once (the offline model caches
+        # its plans per schema object)
+        self._seeders = {noun: ToolSpec(
+            service=service, name=f"list_{noun}s", description=f"List {noun}s.", read_only=True,
+            simulated=True, parameters={"type": "object", "properties": {}},
+            returns={"type": "array", "items": r.record, "maxItems": SEED_RECORDS})
+            for noun, r in self.resources.items()}
+
+    def __bool__(self) -> bool:
+        return bool(self.by_tool)
+
+    # -- seeding ----------------------------------------------------------------------------
+    def seed(self, world: World) -> dict[str, dict[str, Any]]:
+        """Every resource's first records (collection -> key -> record) in ``world``."""
+        out: dict[str, dict[str, Any]] = {}
+        for noun, resource in self.resources.items():
+            records: dict[str, Any] = {}
+            for attempt in range(4):
+                if len(records) >= SEED_RECORDS:
+                    break
+                request = ToolRequest(self._seeders[noun], {}, world, {},
+                                      _seed_of(world.seed, self.service, noun, attempt))
+                for record in _OFFLINE.answer(request).data:
+                    key = record.get(resource.key) if isinstance(record, dict) else None
+                    if key not in (None, "") and str(key) not in records \
+                            and len(records) < SEED_RECORDS:
+                        records[str(key)] = record
+            out[resource.collection] = records
+        return out
+
+    # -- answers ----------------------------------------------------------------------------
+    def answer(self, service: Service, spec: ToolSpec,
+               arguments: dict[str, Any]) -> ToolAnswer | None:
+        """The answer of a resource tool from the records (stored as it says), None for a
+        tool of no resource or an answer that would not fit its schema (the world model
+        answers those).
+
+        Raises:
+            ToolError: 404 for a record that is not there, 409 for a key taken or a record
+                already cancelled.
+        """
+        found = self.by_tool.get(spec.name)
+        state = service.state
+        if found is None or not isinstance(state, SimState):
+            return None
+        resource, op = found
+        stored = state.records.get(resource.collection) or {}
+        world, write = service.world, None
+        if op.kind == "list":
+            data = self._list(world, spec, op, resource, stored, arguments)
+        elif op.kind == "get":
+            data = self._get(resource, stored, arguments[op.param or ""])
+        elif op.kind == "create":
+            made = self._create(world, spec, resource, stored, arguments)
+            if made is None:
+                return None
+            write, data = made, made[1]
+        elif op.kind == "delete":
+            key = str(arguments[op.param or ""])
+            data = self._get(resource, stored, key)
+            write = (key, None)
+            if not op.returns_record:  # a status of the deletion: what the world model says
+                data = _OFFLINE.answer(ToolRequest(spec, arguments, world, {}, _seed_of(
+                    world.seed, spec.name, arguments))).data
+        else:
+            data = self._update(spec, op, resource, stored, arguments)
+            write = (str(arguments[op.param or ""]), data)
+        if data is None or not is_valid(data, spec.returns):
+            return None
+        if write is not None:
+            self._store(service, resource, *write)
+        return ToolAnswer(data, source="state")
+
+    def _get(self, resource: Resource, stored: Mapping[str, Any], key: Any) -> Any:
+        return get_or_404(stored, str(key), resource.name.replace("_", " "))
+
+    def _list(self, world: World, spec: ToolSpec, op: Operation, resource: Resource,
+              stored: Mapping[str, Any], arguments: dict[str, Any]) -> Any:
+        fields = resource.record.get("properties") or {}
+        found, limit = list(stored.values()), None
+        for param, value in arguments.items():
+            if param in fields:
+                found = [r for r in found if _same(r.get(param), value)]
+            elif param.lower() in QUERY_PARAMS and isinstance(value, str):
+                words = norm(value).split()
+                found = [r for r in found if all(w in norm(" ".join(
+                    str(v) for v in r.values() if isinstance(v, str))) for w in words)]
+            elif param.lower() in LIMIT_PARAMS and isinstance(value, int) and value > 0:
+                limit = value
+        schema = spec.returns if op.items is None else spec.returns["properties"][op.items]
+        most = min(x for x in (limit, schema.get("maxItems"), 100) if x is not None)
+        found = found[-most:]  # the newest, as a page of them
+        if op.items is None:
+            return found
+        page = _OFFLINE.answer(ToolRequest(spec, arguments, world, {},
+                                           _seed_of(world.seed, spec.name, arguments))).data
+        return {**page, op.items: found} if isinstance(page, dict) else found
+
+    def _create(self, world: World, spec: ToolSpec, resource: Resource,
+                stored: Mapping[str, Any], arguments: dict[str, Any]
+                ) -> tuple[str, dict[str, Any]] | None:
+        """(key, record) of a new record: the offline model's record for these arguments,
+        under the key given or a new one in the format of those there."""
+        made = _OFFLINE.answer(ToolRequest(spec, arguments, world, {},
+                                           _seed_of(world.seed, spec.name, arguments))).data
+        if not isinstance(made, dict):
+            return None
+        fields = resource.record.get("properties") or {}
+        record = {**made, **{k: v for k, v in arguments.items() if k in fields}}
+        given = arguments.get(resource.key)
+        if given is not None:
+            if str(given) in stored:
+                raise ToolError(409, f"A {resource.name.replace('_', ' ')} with "
+                                     f"{resource.key} {given!r} already exists")
+            key: Any = given
+        else:
+            key = self._new_key(resource, stored, record.get(resource.key))
+            if key is None:
+                return None
+        record[resource.key] = key
+        return (str(key), record) if is_valid(record, resource.record) else None
+
+    @staticmethod
+    def _new_key(resource: Resource, stored: Mapping[str, Any], made: Any) -> Any:
+        """A key not taken, in the format of those there (``TSK-8686`` after ``TSK-8685``),
+        else the one the offline model made for the record."""
+        schema = (resource.record.get("properties") or {}).get(resource.key) or {}
+        keys = [r.get(resource.key) for r in stored.values() if isinstance(r, dict)]
+        if schema.get("type") == "integer":
+            return max([k for k in keys if isinstance(k, int)] or [0]) + 1
+        shapes = {(m.group(1), len(m.group(2))) for k in keys
+                  if isinstance(k, str) and (m := _NUMBERED.match(k))}
+        candidates = []
+        if len(shapes) == 1 and len(keys) == len(stored):
+            prefix, width = next(iter(shapes))
+            candidates.append(next_id(prefix, [str(k) for k in keys], width))
+        candidates.append(made)
+        for key in candidates:
+            if isinstance(key, str) and key and key not in stored and is_valid(key, schema):
+                return key
+        return None
+
+    def _update(self, spec: ToolSpec, op: Operation, resource: Resource, stored: Mapping[str, Any],
+                arguments: dict[str, Any]) -> dict[str, Any] | None:
+        key = arguments[op.param or ""]
+        record = self._get(resource, stored, key)
+        fields = resource.record.get("properties") or {}
+        changes = {k: v for k, v in arguments.items()
+                   if k in fields and k not in (op.param, resource.key)}
+        if op.kind == "cancel":
+            status = record.get("status")
+            if status == resource.cancelled:
+                raise ToolError(409, f"{resource.name.replace('_', ' ').capitalize()} {key} "
+                                     f"is already {status}")
+            changes["status"] = resource.cancelled
+        new = {**record, **changes}
+        # what follows from a change moves with it (a new date moves the start on that day);
+        # the changed fields stay as given
+        settle(new, record_plan(resource.record), targets(request_plan(spec), record_plan(
+            resource.record)), arguments, set(changes), random.Random(_seed_of(key, changes)))
+        return new if is_valid(new, resource.record) else None
+
+    @staticmethod
+    def _store(service: Service, resource: Resource, key: str,
+               record: dict[str, Any] | None) -> None:
+        """Write one record (None: remove it), replacing the collection (copy on write)."""
+        state = service.writable_state()
+        assert isinstance(state, SimState)
+        records = state.records
+        collection = dict(records.get(resource.collection) or {})
+        if record is None:
+            collection.pop(key, None)
+        else:
+            collection[key] = record
+        records[resource.collection] = collection
+
+
+class StatefulResources:
+    """Mixed into a spec service whose spec has CRUD resources: seeds their records and answers
+    their tools from them; every other tool goes to the world model as before."""
+
+    _store: ClassVar[ResourceStore]
+
+    def seed(self, world: World) -> SimState:
+        return self.State(records=self._store.seed(world))  # type: ignore[attr-defined]
+
+    def _simulated(self, spec: ToolSpec, arguments: dict[str, Any]) -> ToolResult:
+        answer = self._store.answer(self, spec, arguments)  # type: ignore[arg-type]
+        if answer is None:
+            return super()._simulated(spec, arguments)  # type: ignore[misc]
+        return ok(answer.data)
+
+
+def naming_a_record(service: Service, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """``arguments`` with the parameter that names a record (a get, update, cancel or delete of
+    a CRUD resource) set to a record ``service`` holds (one not cancelled yet): an example
+    call that finds something. Arguments of other tools come back as they are."""
+    store = getattr(type(service), "_store", None)
+    found = store.by_tool.get(tool) if isinstance(store, ResourceStore) else None
+    if found is None or found[1].param is None or not isinstance(service.state, SimState):
+        return arguments
+    resource, op = found
+    stored = service.state.records.get(resource.collection) or {}
+    keys = [k for k, r in stored.items() if resource.cancelled is None
+            or r.get("status") != resource.cancelled]
+    return {**arguments, op.param: keys[0]} if keys else arguments
