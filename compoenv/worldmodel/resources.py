@@ -1,4 +1,4 @@
-"""CRUD resources of a spec: tools that list, get, create, update or delete one kind of record."""
+"""CRUD resources of a spec: tools that list, get, create, update or delete one kind of record.
 
 A spec service's tools are answered by the world model one call at a time. Many of them are the
 list / get / create / update / delete operations of one kind of record (a task, a booking, an
