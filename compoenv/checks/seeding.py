@@ -1,0 +1,111 @@
+"""The seeding check: two fresh processes seed the same state from the same World seed."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+from compoenv.checks.report import Findings
+from compoenv.checks.target import Target
+from compoenv.service import Service
+from compoenv.world import World
+
+__all__ = ["seeding", "digests"]
+
+SEEDS = (0, 1)
+TIMEOUT_S = 120
+
+
+def load_ref(ref: list[str]) -> type[Service]:
+    """The service class a Target's ``ref`` names, loaded in this (fresh) process."""
+    kind, *rest = ref
+    if kind == "registry":
+        from compoenv.registry import Registry
+
+        return Registry.default().get(rest[0])
+    if kind == "file":
+        from compoenv.checks.target import load_file
+        from pathlib import Path
+
+        return load_file(Path(rest[0]))
+    if kind == "spec":
+        from compoenv.worldmodel.base import SimulatedService
+        from compoenv.worldmodel.spec import load_spec, service_from_spec
+
+        return service_from_spec(load_spec(rest[0], strict=False), SimulatedService)
+    module, qualname = rest
+    value: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        value = getattr(value, part)
+    return value  # type: ignore[no-any-return]
+
+
+def digests(cls: type[Service], seeds: tuple[int, ...] = SEEDS) -> dict[str, Any]:
+    """The state digest for each World seed, and whether the seeded state holds anything."""
+    states = [cls(World(seed)).state for seed in seeds]
+    return {"digests": [s.digest() for s in states],
+            "stateful": any(any(s.model_dump().values()) for s in states)}
+
+
+def _spawn(ref: tuple[str, ...], hash_seed: int) -> subprocess.Popen[str]:
+    # the child sees this process's import path (a test module's service is importable) and a
+    # hash seed of its own, so set and dict orders that leak into the state show up
+    env = {**os.environ, "PYTHONHASHSEED": str(hash_seed),
+           "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    return subprocess.Popen([sys.executable, "-m", "compoenv.checks.seeding", json.dumps(ref)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def _outcome(process: subprocess.Popen[str]) -> dict[str, Any] | str:
+    try:
+        out, err = process.communicate(timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        return f"seeding took over {TIMEOUT_S} s in a fresh process"
+    if process.returncode != 0:
+        last = (err.strip().splitlines() or ["(no output)"])[-1]
+        return f"seeding in a fresh process failed: {last}"
+    return json.loads(out)  # type: ignore[no-any-return]
+
+
+def seeding(target: Target) -> Findings:
+    """Two fresh processes (with different hash seeds) seed equal states from World seed 0;
+    World seeds 0 and 1 seed different states, unless the service holds no state."""
+    found = Findings()
+    here = digests(target.cls)
+    if target.ref:
+        outcomes = [_outcome(p) for p in [_spawn(target.ref, h) for h in (1, 2)]]
+    else:
+        outcomes = [here, digests(target.cls)]
+        found.note(f"{target.label} cannot be imported by a fresh process (defined in a "
+                   f"function or __main__): seeded twice in this one")
+    for outcome in outcomes:
+        if isinstance(outcome, str):
+            found.fail(outcome)
+    runs = [o for o in outcomes if isinstance(o, dict)]
+    if len(runs) == 2:
+        first, second = (run["digests"][0] for run in runs)
+        if first != second:
+            found.fail(f"world seed {SEEDS[0]}: two fresh processes seeded different states "
+                       f"(digests {first[:12]} and {second[:12]}); derive every choice from "
+                       f"world.rng({target.name!r}), never from time, the global random or "
+                       f"set order")
+        elif first != here["digests"][0]:
+            found.fail(f"world seed {SEEDS[0]}: this process seeded another state than two "
+                       f"fresh ones (digest {here['digests'][0][:12]}, not {first[:12]}): the "
+                       f"seed depends on what ran before it")
+    if here["stateful"] and len(set(here["digests"])) == 1:
+        found.fail(f"world seeds {SEEDS[0]} and {SEEDS[1]} seed identical states; draw the "
+                   f"records from world.rng({target.name!r})")
+    if not here["stateful"]:
+        found.note("the seeded state is empty")
+    return found
+
+
+if __name__ == "__main__":
+    print(json.dumps(digests(load_ref(json.loads(sys.argv[1])))))

@@ -1,0 +1,79 @@
+"""``compoenv verify``: whether implemented services are fit for the library, check by check.
+
+    compoenv verify contacts                      # one report line per check, details on failure
+    compoenv verify my_service.py --json          # a file defining one Service subclass, as JSON
+    compoenv verify crm.json                      # a spec: its implementation, or the spec service
+    compoenv verify bank email --check fuzz       # several services, only some checks
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from compoenv.cli.common import library_option
+
+__all__ = ["verify_command"]
+
+
+@click.command("verify")
+@click.argument("targets", nargs=-1, required=True, metavar="SERVICE_OR_FILE...")
+@click.option("--check", "checks", multiple=True, metavar="NAME",
+              help="Run only this check (repeatable): conventions, schemas, seeding, reads, "
+                   "writes, errors, fuzz, composer, worldmodel.")
+@click.option("--spec", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=None, help="A spec JSON file the service's tools must agree with "
+                                 "(default: the library's spec of the same name, if any).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("-v", "--verbose", is_flag=True, help="Also print the details of passed checks.")
+@library_option
+def verify_command(targets: tuple[str, ...], checks: tuple[str, ...], spec: Path | None,
+                   as_json: bool, verbose: bool) -> None:
+    """Check that each SERVICE_OR_FILE (a registered service, a .py file defining one Service
+    subclass, or a spec .json) is fit for the library. Exit status: 0 when every check
+    passes, 1 when one fails, 2 for a usage error."""
+    from compoenv.checks import TargetError, check_names, verify
+
+    try:
+        names = check_names(checks or None)
+    except TargetError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--check'") from None
+    started = time.perf_counter()
+    reports = []
+    for target in targets:
+        try:
+            reports.append(verify(target, checks=names, spec=spec))
+        except TargetError as exc:
+            raise click.UsageError(str(exc)) from None
+    ok = all(r.ok for r in reports)
+    if as_json:
+        docs = [r.to_json() for r in reports]
+        out: Any = docs[0] if len(docs) == 1 else {
+            "ok": ok, "seconds": round(time.perf_counter() - started, 3), "reports": docs}
+        click.echo(json.dumps(out, indent=2))
+    else:
+        for report in reports:
+            _print(report.to_json(), verbose)
+        if len(reports) > 1:
+            passed = sum(r.ok for r in reports)
+            click.echo(f"{passed} of {len(reports)} services pass "
+                       f"({time.perf_counter() - started:.1f} s)")
+    sys.exit(0 if ok else 1)
+
+
+def _print(report: dict[str, Any], verbose: bool) -> None:
+    verdict = click.style("PASS", fg="green") if report["ok"] else click.style("FAIL", fg="red")
+    click.echo(f"{verdict} {report['service']} ({report['seconds']:.1f} s)")
+    for check in report["checks"]:
+        mark = click.style("ok  ", fg="green") if check["ok"] else click.style("FAIL", fg="red")
+        click.echo(f"  {mark} {check['name']:<12} {check['seconds']:6.2f} s")
+        shown = check["details"] if verbose or not check["ok"] else []
+        for detail in shown[:12]:
+            click.echo(f"         - {detail}")
+        if len(shown) > 12:
+            click.echo(f"         ... {len(shown) - 12} more (--json shows all)")
