@@ -15,7 +15,7 @@ from compoenv.checks.report import CheckResult, Findings, VerifyReport
 from compoenv.checks.target import LoadFailure, Target, TargetError, resolve
 from compoenv.registry import Registry
 
-__all__ = ["verify", "VerifyReport", "CheckResult", "TargetError", "CHECKS", "check_names"]
+__all__ = ["verify", "verify_all", "VerifyReport", "CheckResult", "TargetError", "CHECKS", "check_names"]
 
 
 def _checks() -> dict[str, Callable[[Target], Findings]]:
@@ -73,19 +73,41 @@ def verify(target: Any, *, registry: Registry | None = None,
     Raises:
         TargetError: an unknown service or check name, or a file that cannot be read.
     """
+    return verify_all([target], registry=registry, checks=checks, spec=spec)[0]
+
+
+def verify_all(targets: Iterable[Any], *, registry: Registry | None = None,
+               checks: Iterable[str] | None = None, spec: str | Path | None = None
+               ) -> list[VerifyReport]:
+    """``verify`` for several targets, faster together: every target is resolved first (an
+    unknown one stops all, before any check runs) and seeded in one pair of fresh processes.
+
+    Raises:
+        TargetError: an unknown service or check name, or a file that cannot be read.
+    """
+    from compoenv.checks.seeding import prefetch
+
     names = check_names(checks)
-    started = time.perf_counter()
-    try:
-        resolved = resolve(target, registry, spec)
-    except LoadFailure as exc:
-        return VerifyReport(str(target), str(target), [
-            CheckResult("load", False, [str(exc)], time.perf_counter() - started)])
-    report = VerifyReport(resolved.name, resolved.label)
+    resolved: list[Target | VerifyReport] = []
+    for target in targets:
+        began = time.perf_counter()
+        try:
+            resolved.append(resolve(target, registry, spec))
+        except LoadFailure as exc:
+            resolved.append(VerifyReport(str(target), str(target), [
+                CheckResult("load", False, [str(exc)], time.perf_counter() - began)]))
+    if "seeding" in names:
+        prefetch([t.ref for t in resolved if isinstance(t, Target)])
+    return [_run(t, names) if isinstance(t, Target) else t for t in resolved]
+
+
+def _run(target: Target, names: tuple[str, ...]) -> VerifyReport:
+    report = VerifyReport(target.name, target.label)
     table = _checks()
     for name in names:
         began = time.perf_counter()
         try:
-            findings = table[name](resolved)
+            findings = table[name](target)
         except Exception as exc:  # a check must not crash the report: the service may be odd
             findings = Findings()
             findings.fail(f"the check stopped: {type(exc).__name__}: {exc}")

@@ -28,7 +28,7 @@ def fuzz(target: Target, calls: int = CALLS, seed: int = SEED) -> Findings:
     if not specs:
         return found
     made_calls = succeeded = 0
-    seen: set[str] = set()
+    seen: set[tuple[str, int | None]] = set()
     for _ in range(calls):
         spec = rng.choice(specs)
         args = valid_arguments(spec, service, rng, optional=True)
@@ -41,8 +41,8 @@ def fuzz(target: Target, calls: int = CALLS, seed: int = SEED) -> Findings:
             succeeded += 1
             if not is_valid(made.result.get("data"), spec.returns):
                 problem = f"{made} returned data its return schema rejects"
-        if problem and problem not in seen:
-            seen.add(problem)
+        if problem and (spec.name, made.code) not in seen:  # one finding per tool and code
+            seen.add((spec.name, made.code))
             found.fail(f"{problem} (fuzz seed {seed})")
     found.note(f"{made_calls} random valid calls, {succeeded} succeeded")
     return found

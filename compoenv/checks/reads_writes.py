@@ -101,11 +101,12 @@ def _norm(value: Any) -> str:
     return " ".join(str(value).split()).casefold()
 
 
-def _stored(made: Call) -> set[str]:
-    """The write's argument values that its own result shows: what it says it stored."""
+def _stored(made: Call) -> dict[str, Any]:
+    """The write's argument values that its own result shows (what it says it stored), by
+    their normal form."""
     shown = {_norm(v) for v in leaves(made.result.get("data"))}
-    given = {_norm(v) for v in leaves(made.arguments) if v not in (None, "", True, False)}
-    return (given & shown) or given
+    given = {_norm(v): v for v in leaves(made.arguments) if v not in (None, "", True, False)}
+    return {k: v for k, v in given.items() if k in shown} or given
 
 
 def _removed(cls: type[Any], service: Service) -> set[str]:
@@ -119,7 +120,8 @@ def _removed(cls: type[Any], service: Service) -> set[str]:
 def _read_back(target: Target, spec: ToolSpec, service: Service, made: Call,
                found: Findings) -> None:
     removed = _removed(target.cls, service)
-    expected = {_norm(k) for k in removed} if removed else _stored(made)
+    values = {_norm(k): k for k in removed} if removed else _stored(made)
+    expected = set(values)
     tried = []
     for read, args in _reads_of(target, spec, made):
         seen = call(service, read, args)
@@ -131,7 +133,8 @@ def _read_back(target: Target, spec: ToolSpec, service: Service, made: Call,
         if removed:
             tried.append(f"{seen} still shows it")
         else:
-            tried.append(f"{seen} shows {sorted(expected - shown)[:3]} nowhere"
+            missing = sorted(str(values[k]) for k in expected - shown)[:3]
+            tried.append(f"{seen} shows {missing} nowhere"
                          if seen.ok else f"{seen} -> {seen.result.get('error')}")
     if not tried:
         found.note(f"{made}: no read of {target.name} takes what it returns")
@@ -139,7 +142,8 @@ def _read_back(target: Target, spec: ToolSpec, service: Service, made: Call,
         found.fail(f"{made} removed {sorted(removed)[:3]} from the state, but "
                    + "; ".join(tried[:3]))
     else:
-        found.fail(f"{made} stored {sorted(expected)[:4]}, but no read shows it: "
+        found.fail(f"{made} stored {sorted(map(str, values.values()))[:4]}, but no read "
+                   f"shows it: "
                    + "; ".join(tried[:3]))
 
 

@@ -14,7 +14,7 @@ from compoenv.checks.target import Target
 from compoenv.service import Service
 from compoenv.world import World
 
-__all__ = ["seeding", "digests"]
+__all__ = ["seeding", "digests", "prefetch"]
 
 SEEDS = (0, 1)
 TIMEOUT_S = 120
@@ -51,18 +51,44 @@ def digests(cls: type[Service], seeds: tuple[int, ...] = SEEDS) -> dict[str, Any
             "stateful": any(any(s.model_dump().values()) for s in states)}
 
 
-def _spawn(ref: tuple[str, ...], hash_seed: int) -> subprocess.Popen[str]:
+def _child(refs: list[list[str]]) -> list[dict[str, Any] | str]:
+    """In the fresh process: each ref's digests, or what stopped its seeding."""
+    out: list[dict[str, Any] | str] = []
+    for ref in refs:
+        try:
+            out.append(digests(load_ref(ref)))
+        except Exception as exc:  # the service under test failed: that is the finding
+            out.append(f"seeding in a fresh process failed: {type(exc).__name__}: {exc}")
+    return out
+
+
+# ref -> the two fresh processes' outcomes, for refs that prefetch() seeded together
+_PREFETCHED: dict[tuple[str, ...], list[dict[str, Any] | str]] = {}
+
+
+def prefetch(refs: list[tuple[str, ...]]) -> None:
+    """Seed many services in one pair of fresh processes (what verifying a whole library
+    needs: two interpreter starts, not two per service); ``seeding`` then uses the results."""
+    todo = sorted({r for r in refs if r and r not in _PREFETCHED})
+    if not todo:
+        return
+    runs = [_outcome(p, len(todo)) for p in [_spawn(todo, h) for h in (1, 2)]]
+    for i, ref in enumerate(todo):
+        _PREFETCHED[ref] = [run[i] if isinstance(run, list) else run for run in runs]
+
+
+def _spawn(refs: list[tuple[str, ...]], hash_seed: int) -> subprocess.Popen[str]:
     # the child sees this process's import path (a test module's service is importable) and a
     # hash seed of its own, so set and dict orders that leak into the state show up
     env = {**os.environ, "PYTHONHASHSEED": str(hash_seed),
            "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    return subprocess.Popen([sys.executable, "-m", "compoenv.checks.seeding", json.dumps(ref)],
+    return subprocess.Popen([sys.executable, "-m", "compoenv.checks.seeding", json.dumps(refs)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
-def _outcome(process: subprocess.Popen[str]) -> dict[str, Any] | str:
+def _outcome(process: subprocess.Popen[str], count: int) -> list[dict[str, Any] | str] | str:
     try:
-        out, err = process.communicate(timeout=TIMEOUT_S)
+        out, err = process.communicate(timeout=TIMEOUT_S * count)
     except subprocess.TimeoutExpired:
         process.kill()
         process.communicate()
@@ -79,7 +105,8 @@ def seeding(target: Target) -> Findings:
     found = Findings()
     here = digests(target.cls)
     if target.ref:
-        outcomes = [_outcome(p) for p in [_spawn(target.ref, h) for h in (1, 2)]]
+        prefetch([target.ref])
+        outcomes = _PREFETCHED.pop(target.ref)
     else:
         outcomes = [here, digests(target.cls)]
         found.note(f"{target.label} cannot be imported by a fresh process (defined in a "
@@ -108,4 +135,4 @@ def seeding(target: Target) -> Findings:
 
 
 if __name__ == "__main__":
-    print(json.dumps(digests(load_ref(json.loads(sys.argv[1])))))
+    print(json.dumps(_child(json.loads(sys.argv[1]))))

@@ -13,7 +13,7 @@ from compoenv.schema import is_valid
 from compoenv.service import Service, ToolSpec
 from compoenv.world import World
 
-__all__ = ["worldmodel", "shape", "differences"]
+__all__ = ["worldmodel", "shape", "differences", "agreement"]
 
 
 def shape(value: Any) -> Any:
@@ -47,6 +47,32 @@ def differences(mine: Any, theirs: Any, where: str = "") -> list[str]:
         return []
     kind = lambda s: "object" if isinstance(s, dict) else "list" if isinstance(s, list) else s
     return [f"{at}: the service gives {kind(mine)}, the world model {kind(theirs)}"]
+
+
+def _fields(value: Any, where: str = "") -> dict[str, Any]:
+    """Scalars by path; a list contributes its first item (the answers' lists differ in
+    length and order)."""
+    if isinstance(value, dict):
+        return {k: v for key, item in value.items()
+                for k, v in _fields(item, f"{where}.{key}" if where else key).items()}
+    if isinstance(value, list):
+        return _fields(value[0], f"{where}[]") if value else {}
+    return {where: value}
+
+
+def agreement(made: Call, theirs: Any) -> str:
+    """How far the world model's answer agrees with the service's on values: fields equal,
+    and the call's arguments the service's answer shows but the world model's does not."""
+    mine = _fields(made.result.get("data"))
+    other = _fields(theirs)
+    common = set(mine) & set(other)
+    same = sum(1 for k in common if str(mine[k]).casefold() == str(other[k]).casefold())
+    shown = {str(v).casefold() for v in mine.values()}
+    echoed = {str(v).casefold() for v in other.values()}
+    ignored = [f"{k}={v!r}" for k, v in made.arguments.items()
+               if str(v).casefold() in shown and str(v).casefold() not in echoed]
+    text = f"{same} of {len(common)} shared fields equal"
+    return text + (f"; its answer does not show {', '.join(ignored)}" if ignored else "")
 
 
 def _simulated(target: Target, specs: dict[str, ToolSpec]) -> type[Service]:
@@ -97,6 +123,8 @@ def worldmodel(target: Target) -> Findings:
         if not answer.get("success"):
             found.note(f"{made}: the world model answered {answer.get('error')}")
             continue
-        for line in differences(shape(data), shape(answer.get("data")))[:3]:
-            found.note(f"{spec.name}: {line}")
+        lines = differences(shape(data), shape(answer.get("data")))
+        found.note(f"{spec.name}: the world model's answer "
+                   + ("has the service's shape" if not lines else "; ".join(lines[:3]))
+                   + f", {agreement(made, answer.get('data'))}")
     return found

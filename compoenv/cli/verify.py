@@ -4,6 +4,7 @@
     compoenv verify my_service.py --json          # a file defining one Service subclass, as JSON
     compoenv verify crm.json                      # a spec: its implementation, or the spec service
     compoenv verify bank email --check fuzz       # several services, only some checks
+    compoenv verify --all --json                  # every implemented service, for CI
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ __all__ = ["verify_command"]
 
 
 @click.command("verify")
-@click.argument("targets", nargs=-1, required=True, metavar="SERVICE_OR_FILE...")
+@click.argument("targets", nargs=-1, metavar="SERVICE_OR_FILE...")
+@click.option("--all", "every", is_flag=True,
+              help="Verify every implemented (not spec-only) service of the libraries.")
 @click.option("--check", "checks", multiple=True, metavar="NAME",
               help="Run only this check (repeatable): conventions, schemas, seeding, reads, "
                    "writes, errors, fuzz, composer, worldmodel.")
@@ -32,24 +35,26 @@ __all__ = ["verify_command"]
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("-v", "--verbose", is_flag=True, help="Also print the details of passed checks.")
 @library_option
-def verify_command(targets: tuple[str, ...], checks: tuple[str, ...], spec: Path | None,
-                   as_json: bool, verbose: bool) -> None:
+def verify_command(targets: tuple[str, ...], every: bool, checks: tuple[str, ...],
+                   spec: Path | None, as_json: bool, verbose: bool) -> None:
     """Check that each SERVICE_OR_FILE (a registered service, a .py file defining one Service
     subclass, or a spec .json) is fit for the library. Exit status: 0 when every check
     passes, 1 when one fails, 2 for a usage error."""
-    from compoenv.checks import TargetError, check_names, verify
+    from compoenv.checks import TargetError, check_names, verify_all
 
     try:
         names = check_names(checks or None)
     except TargetError as exc:
         raise click.BadParameter(str(exc), param_hint="'--check'") from None
+    if every:
+        targets += tuple(implemented())
+    if not targets:
+        raise click.UsageError("name a service or file to verify, or give --all")
     started = time.perf_counter()
-    reports = []
-    for target in targets:
-        try:
-            reports.append(verify(target, checks=names, spec=spec))
-        except TargetError as exc:
-            raise click.UsageError(str(exc)) from None
+    try:
+        reports = verify_all(targets, checks=names, spec=spec)
+    except TargetError as exc:
+        raise click.UsageError(str(exc)) from None
     ok = all(r.ok for r in reports)
     if as_json:
         docs = [r.to_json() for r in reports]
@@ -64,6 +69,14 @@ def verify_command(targets: tuple[str, ...], checks: tuple[str, ...], spec: Path
             click.echo(f"{passed} of {len(reports)} services pass "
                        f"({time.perf_counter() - started:.1f} s)")
     sys.exit(0 if ok else 1)
+
+
+def implemented() -> list[str]:
+    """The names of the registry's implemented services (spec-only ones are the world model's)."""
+    from compoenv.registry import Registry
+    from compoenv.worldmodel.base import SimulatedService
+
+    return [c.name for c in Registry.default() if not issubclass(c, SimulatedService)]
 
 
 def _print(report: dict[str, Any], verbose: bool) -> None:
