@@ -80,7 +80,9 @@ def test_writes_are_read_back_by_list_tools_of_the_same_collection(cls):
         if not _fits(created["data"], reader.returns.get("items", {})):
             continue  # a different kind of record (sharing a document is not a document)
         listed = service.call(reader.name, {})["data"]
-        assert created["data"] in listed, (write.qualified_name, reader.qualified_name)
+        # the record, or a summary of it (a list that shows some of its fields)
+        assert any(item.items() <= created["data"].items() for item in listed), (
+            write.qualified_name, reader.qualified_name)
         checked += 1
     if cls.name == "web_search":
         assert checked >= 1

@@ -9,11 +9,15 @@ recognition is confident:
 * its name is a verb and a noun (``get_task``, ``list_tasks``, ``cancel_rental``, or an imported
   ``users_get_2`` / ``post_users`` / ``get_users_by_id``), the noun singular;
 * every tool of the resource returns one record schema (an object with a key field: ``id``,
-  ``<noun>_id``, or one marked ``x-key``), or a list of it (bare or in a page object);
+  ``<noun>_id``, or one marked ``x-key``), or a list of it (bare or in a page object), or a
+  view of it (some of its fields, key included: a list of summaries beside a detailed get);
 * a get, update, cancel or delete names the record by one required parameter (``id``,
   ``<noun>_id``, or the key's ``x-key``); a list takes only record fields, a search text and
-  paging; a cancel has a status whose enum holds a cancelled value;
-* the resource has a read (list or get) and at least two operations.
+  paging; a cancel has a status whose enum holds a cancelled value; a list that must be given
+  a person, company, city or job title searches the World's directory and stays with the
+  world model (the resource is then ``open``);
+* the resource has at least two operations, one of them a read (list or get) unless the world
+  model's search reads it.
 
 Every other tool, and every tool of a shape this does not know, stays with the world model.
 """
@@ -30,7 +34,7 @@ from compoenv.service import ToolSpec
 from compoenv.worldmodel.offline import collection_of
 
 __all__ = ["Resource", "Operation", "recognise", "QUERY_PARAMS", "LIMIT_PARAMS",
-           "PAGING_PARAMS"]
+           "PAGING_PARAMS", "DIRECTORY"]
 
 # the verb of a name, and the operation it asks for (the shape decides list or get for reads)
 _VERBS: dict[str, str] = {
@@ -49,6 +53,9 @@ LIMIT_PARAMS = frozenset({"limit", "max_results", "page_size", "per_page", "coun
                           "size", "pagesize", "maxresults", "perpage"})
 PAGING_PARAMS = frozenset({"offset", "page", "cursor", "skip", "start", "page_token",
                            "pagetoken", "next_token", "after"})
+# interfaces of the World's directory: a list that must be given one searches the World
+DIRECTORY = frozenset({"PersonName", "EmailAddress", "PhoneNumber", "OrganizationName",
+                       "JobTitle", "City"})
 _PAGE_WRAPPERS = 4  # a page object holds the records' array and at most this many other fields
 
 
@@ -62,6 +69,7 @@ class Operation:
     param: str | None = None   # the parameter that names the record
     items: str | None = None   # a list's records are under this field of a page object
     returns_record: bool = True  # a delete that returns the record (else a generated status)
+    view: tuple[str, ...] | None = None  # the fields it shows, when not all (a summary)
 
 
 @dataclass(frozen=True)
@@ -76,6 +84,8 @@ class Resource:
         record: The record's JSON schema.
         operations: The resource's tools by name.
         cancelled: The status value a cancel sets (None without a cancel).
+        open: Some of its records are found by the world model (a list that searches the
+            World's people or companies): a key the store does not hold is asked of it too.
     """
 
     name: str
@@ -84,6 +94,7 @@ class Resource:
     record: dict[str, Any] = field(repr=False)
     operations: dict[str, Operation] = field(default_factory=dict)
     cancelled: str | None = None
+    open: bool = False
 
     def tools_of(self, kind: str) -> list[str]:
         return [op.tool for op in self.operations.values() if op.kind == kind]
@@ -157,8 +168,23 @@ def _list_of(returns: Mapping[str, Any]) -> tuple[dict[str, Any], str | None] | 
     return dict(props[arrays[0]]["items"]), arrays[0]
 
 
+# what a schema says about a value without constraining it: tools that differ only there
+# return the same record (each answer is still checked against the tool's own schema)
+_NOTES = frozenset({"description", "title", "examples", "x-role", "x-label", "x-enum-labels"})
+
+
+def _plain(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_plain(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    return {k: (v if k in ("properties", "enum", "const") and not isinstance(v, dict)
+                else {n: _plain(s) for n, s in v.items()} if k == "properties" else _plain(v))
+            for k, v in node.items() if k not in _NOTES}
+
+
 def _canonical(schema: Mapping[str, Any]) -> str:
-    return json.dumps(schema, sort_keys=True, default=str)
+    return json.dumps(_plain(schema), sort_keys=True, default=str)
 
 
 def _id_param(spec: ToolSpec, noun: str, key: str, record: Mapping[str, Any]) -> str | None:
@@ -172,6 +198,9 @@ def _id_param(spec: ToolSpec, noun: str, key: str, record: Mapping[str, Any]) ->
     if mark:
         named += [p for p in required if (props.get(p) or {}).get("x-key") == mark]
     named = list(dict.fromkeys(named))
+    if not named:  # get_tickets(booking_id): the one id it is given names the record
+        named = [p for p in required if p.lower().endswith("_id") and _is_scalar_key(props[p])]
+        named = named if len(required) == len(named) else []
     return named[0] if len(named) == 1 else None
 
 
@@ -235,37 +264,68 @@ def recognise(tools: Mapping[str, ToolSpec]) -> dict[str, Resource]:
 
 def _resource(noun: str, members: list[tuple[ToolSpec, str, dict[str, Any], str | None,
                                                bool]]) -> Resource | None:
-    """The resource of one noun's tools: those that share its record schema and key."""
-    schemas = Counter(_canonical(m[2]) for m in members if m[2] and m[1] in ("get", "list"))
-    if not schemas:
+    """The resource of one noun's tools: those that return its record (or a view of it: a
+    list of summaries) and name it by its key."""
+    read = [m[2] for m in members if m[2] and m[1] in ("get", "list") and _key_of(m[2], noun)]
+    if not read:
         return None
-    text, _ = schemas.most_common(1)[0]
-    record = json.loads(text)
+    counts = Counter(_canonical(schema) for schema in read)
+    # the fullest record a read returns (a get's detail over a list's summary), then the
+    # most common; as the tools declare it (roles and labels make the records coherent)
+    text = max(counts, key=lambda t: (len(json.loads(t).get("properties") or {}), counts[t]))
+    record = next(schema for schema in read if _canonical(schema) == text)
     key = _key_of(record, noun)
     if key is None:
         return None
     cancelled = _cancel_value(record)
     operations: dict[str, Operation] = {}
     kinds: set[str] = set()
+    opened = False
     for spec, kind, schema, items, returns_record in members:
-        if returns_record and _canonical(schema) != text:
+        view = _view(schema, record, key) if returns_record else None
+        if returns_record and (view is None or (view and kind == "create")):
+            continue  # another record, or a create that would not make a whole one
+        param = None
+        if kind == "list" and _searches_the_world(spec, record):
+            opened = True  # the world model finds these: records the store does not hold
             continue
-        if kind in ("list", "create"):
-            param = None
-            if kind == "list" and not _list_params_known(spec, record):
-                continue
-        else:
+        if kind == "list" and not _list_params_known(spec, record):
+            continue
+        if kind not in ("list", "create"):
             param = _id_param(spec, noun, key, record)
             if param is None or (kind == "cancel" and cancelled is None):
                 continue
         if kind in kinds and kind != "list":
             continue  # two gets of one noun: which is which is not clear, the first one only
         kinds.add(kind)
-        operations[spec.name] = Operation(spec.name, kind, param, items, returns_record)
-    if len(operations) < 2 or not kinds & {"list", "get"}:
+        operations[spec.name] = Operation(spec.name, kind, param, items, returns_record,
+                                          view or None)
+    # an open resource may be read by the world model alone: its reads see the records
+    if len(operations) < 2 or not (kinds & {"list", "get"} or opened):
         return None
     # the offline model's own collection for the noun: its answers see the records
-    first = next(m[0] for m in members if m[0].name in operations and m[1] in ("get", "list"))
+    first = next(m[0] for m in members if m[1] in ("get", "list"))
     collection = collection_of(first.name, first.returns)
     return Resource(noun, collection, key, record, operations,
-                    cancelled if "cancel" in kinds else None)
+                    cancelled if "cancel" in kinds else None, opened)
+
+
+def _view(schema: Mapping[str, Any], record: Mapping[str, Any],
+          key: str) -> tuple[str, ...] | None:
+    """() when ``schema`` is the record's, its fields when it shows some of the record's
+    fields (key included) as the record has them, else None."""
+    if _canonical(schema) == _canonical(record):
+        return ()
+    props, full = schema.get("properties") or {}, record.get("properties") or {}
+    if key not in props or any(n not in full or _canonical(s) != _canonical(full[n])
+                               for n, s in props.items() if isinstance(s, dict)):
+        return None
+    return tuple(props)
+
+
+def _searches_the_world(spec: ToolSpec, record: Mapping[str, Any]) -> bool:
+    """Whether a list must be given a person, company, place or job of the World's own
+    directory: the world model finds everyone there, more than a handful of records hold."""
+    props = spec.parameters.get("properties") or {}
+    return any((props.get(p) or {}).get("x-interface") in DIRECTORY
+               for p in spec.parameters.get("required") or ())

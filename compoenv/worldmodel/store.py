@@ -52,6 +52,26 @@ def _same(stored: Any, wanted: Any) -> bool:
     return bool(stored == wanted)
 
 
+class _Unheld(Exception):
+    """A key an open resource does not hold: the world model is asked."""
+
+
+def _gone(resource: Resource) -> str:
+    """The collection of an open resource's deleted keys (no world model reads it)."""
+    return f"{resource.collection}#deleted"
+
+
+def _shown(data: Any, op: Operation) -> Any:
+    """What a view of records shows of them."""
+    def view(record: Any) -> Any:
+        return {k: record[k] for k in op.view or () if k in record} \
+            if isinstance(record, dict) else record
+
+    if op.items is not None and isinstance(data, dict):
+        return {**data, op.items: [view(r) for r in data.get(op.items) or ()]}
+    return [view(r) for r in data] if isinstance(data, list) else view(data)
+
+
 class ResourceStore:
     """The CRUD resources of one spec service and how their tools are answered.
 
@@ -90,10 +110,12 @@ class ResourceStore:
                                       _seed_of(world.seed, self.service, noun, attempt))
                 for record in _OFFLINE.answer(request).data:
                     key = record.get(resource.key) if isinstance(record, dict) else None
+                    # the generator leaves some keywords (a key's pattern) to the checks
                     if key not in (None, "") and str(key) not in records \
-                            and len(records) < SEED_RECORDS:
+                            and len(records) < SEED_RECORDS and is_valid(record, resource.record):
                         records[str(key)] = record
-            out[resource.collection] = records
+            if records:  # else the world model keeps answering this resource's tools
+                out[resource.collection] = records
         return out
 
     # -- answers ----------------------------------------------------------------------------
@@ -112,12 +134,24 @@ class ResourceStore:
         if found is None or not isinstance(state, SimState):
             return None
         resource, op = found
-        stored = state.records.get(resource.collection) or {}
+        if resource.collection not in state.records:
+            return None  # no record fits the schema in this world: left to the world model
+        try:
+            return self._answer(service, spec, resource, op, arguments)
+        except _Unheld:
+            return None
+
+    def _answer(self, service: Service, spec: ToolSpec, resource: Resource, op: Operation,
+                arguments: dict[str, Any]) -> ToolAnswer | None:
+        state = service.state
+        assert isinstance(state, SimState)
+        stored = state.records[resource.collection]
+        gone = state.records.get(_gone(resource))
         world, write = service.world, None
         if op.kind == "list":
             data = self._list(world, spec, op, resource, stored, arguments)
         elif op.kind == "get":
-            data = self._get(resource, stored, arguments[op.param or ""])
+            data = self._get(resource, stored, arguments[op.param or ""], gone)
         elif op.kind == "create":
             made = self._create(world, spec, resource, stored, arguments)
             if made is None:
@@ -125,21 +159,26 @@ class ResourceStore:
             write, data = made, made[1]
         elif op.kind == "delete":
             key = str(arguments[op.param or ""])
-            data = self._get(resource, stored, key)
+            data = self._get(resource, stored, key, gone)
             write = (key, None)
             if not op.returns_record:  # a status of the deletion: what the world model says
                 data = _OFFLINE.answer(ToolRequest(spec, arguments, world, {}, _seed_of(
                     world.seed, spec.name, arguments))).data
         else:
-            data = self._update(spec, op, resource, stored, arguments)
+            data = self._update(spec, op, resource, stored, arguments, gone)
             write = (str(arguments[op.param or ""]), data)
+        if op.view:  # a view of the records: the fields it shows
+            data = _shown(data, op)
         if data is None or not is_valid(data, spec.returns):
             return None
         if write is not None:
             self._store(service, resource, *write)
         return ToolAnswer(data, source="state")
 
-    def _get(self, resource: Resource, stored: Mapping[str, Any], key: Any) -> Any:
+    def _get(self, resource: Resource, stored: Mapping[str, Any], key: Any,
+             gone: Mapping[str, Any] | None = None) -> Any:
+        if resource.open and str(key) not in stored and str(key) not in (gone or {}):
+            raise _Unheld  # one the world model may have shown (and not deleted): asked of it
         return get_or_404(stored, str(key), resource.name.replace("_", " "))
 
     def _list(self, world: World, spec: ToolSpec, op: Operation, resource: Resource,
@@ -209,9 +248,10 @@ class ResourceStore:
         return None
 
     def _update(self, spec: ToolSpec, op: Operation, resource: Resource, stored: Mapping[str, Any],
-                arguments: dict[str, Any]) -> dict[str, Any] | None:
+                arguments: dict[str, Any], gone: Mapping[str, Any] | None
+                ) -> dict[str, Any] | None:
         key = arguments[op.param or ""]
-        record = self._get(resource, stored, key)
+        record = self._get(resource, stored, key, gone)
         fields = resource.record.get("properties") or {}
         changes = {k: v for k, v in arguments.items()
                    if k in fields and k not in (op.param, resource.key)}
@@ -238,6 +278,8 @@ class ResourceStore:
         collection = dict(records.get(resource.collection) or {})
         if record is None:
             collection.pop(key, None)
+            if resource.open:  # the world model is not asked about it again: it is gone
+                records[_gone(resource)] = {**records.get(_gone(resource), {}), key: {"id": key}}
         else:
             collection[key] = record
         records[resource.collection] = collection
