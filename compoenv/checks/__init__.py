@@ -15,7 +15,8 @@ from compoenv.checks.report import CheckResult, Findings, VerifyReport
 from compoenv.checks.target import LoadFailure, Target, TargetError, resolve
 from compoenv.registry import Registry
 
-__all__ = ["verify", "verify_all", "VerifyReport", "CheckResult", "TargetError", "CHECKS", "check_names"]
+__all__ = ["verify", "verify_all", "VerifyReport", "CheckResult", "TargetError", "CHECKS",
+           "check_names"]
 
 
 def _checks() -> dict[str, Callable[[Target], Findings]]:

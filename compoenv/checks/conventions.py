@@ -16,7 +16,7 @@ __all__ = ["conventions", "free_text"]
 
 def _is_free(schema: dict[str, Any]) -> bool:
     """Whether an untagged parameter is one no other service's output should feed: free text,
-    a flag, a count or a choice among fixed values. An id, a date or a pattern-bound string
+    a flag, a count, a choice among fixed values, or a list of those. An id, a date or a pattern-bound string
     without an interface is a missed join instead."""
     branches = schema.get("anyOf") or schema.get("oneOf")
     if branches:  # Optional[X]: X decides
@@ -26,6 +26,8 @@ def _is_free(schema: dict[str, Any]) -> bool:
     kind = schema.get("type")
     if kind in ("boolean", "integer", "number"):
         return True
+    if kind == "array":  # a list of free values (extras to add, questions to ask)
+        return _is_free(schema.get("items", {}))
     return kind == "string" and not ({"format", "pattern"} & set(schema))
 
 

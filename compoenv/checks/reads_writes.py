@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import random
+from itertools import chain
 from typing import Any, Iterator
 
-from compoenv.checks.calls import Call, call, fresh, leaves, valid_arguments
+from compoenv.checks.calls import Call, call, fresh, is_key, leaves, valid_arguments
 from compoenv.checks.report import Findings
 from compoenv.checks.target import Target
 from compoenv.schema import extract
@@ -14,6 +15,7 @@ from compoenv.service import Service, ToolSpec
 __all__ = ["reads", "writes", "successful_call"]
 
 TRIES = 6
+KEYED = 40  # records of a collection a write is tried on, at most
 
 
 def _changed(before: dict[str, Any], service: Service) -> list[str]:
@@ -29,11 +31,30 @@ def _attempts(spec: ToolSpec, service: Service, tries: int = TRIES) -> Iterator[
             yield args
 
 
+def _each_record(spec: ToolSpec, service: Service, args: dict[str, Any],
+                 most: int = KEYED) -> Iterator[dict[str, Any]]:
+    """``args`` with its record id swapped for each id of that collection in turn: a write
+    may fit only some records (only a placed order can be cancelled)."""
+    interfaces = {s.path[0]: s.interface for s in spec.inputs if len(s.path) == 1}
+    for param, value in args.items():
+        if not is_key(param, interfaces.get(param)):
+            continue
+        for records in service.state.collections().values():
+            if value in records:
+                for key in list(records)[:most]:
+                    if key != value:
+                        yield {**args, param: key}
+                return
+
+
 def successful_call(cls: type[Any], spec: ToolSpec) -> tuple[Service, Call | None, Call | None]:
     """A fresh service and the first call of ``spec`` that succeeds on it (or None), with the
-    last failed call (what to say when none succeeds)."""
+    last failed call (what to say when none succeeds): a few random draws, then the first
+    draw with each of its record's neighbours in the collection."""
     last = None
-    for args in _attempts(spec, fresh(cls)):
+    draws = list(_attempts(spec, fresh(cls)))
+    more = _each_record(spec, fresh(cls), draws[0]) if draws else iter(())
+    for args in chain(draws, more):
         service = fresh(cls)
         made = call(service, spec, args)
         if made.ok:

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from typing import Any
 
 from compoenv.checks.report import Findings
@@ -62,8 +63,10 @@ def _child(refs: list[list[str]]) -> list[dict[str, Any] | str]:
     return out
 
 
-# ref -> the two fresh processes' outcomes, for refs that prefetch() seeded together
+# ref -> the two fresh processes' outcomes, for refs that prefetch() seeded together, and
+# how long those processes ran and for how many services
 _PREFETCHED: dict[tuple[str, ...], list[dict[str, Any] | str]] = {}
+_SPENT: dict[tuple[str, ...], tuple[float, int]] = {}
 
 
 def prefetch(refs: list[tuple[str, ...]]) -> None:
@@ -72,9 +75,11 @@ def prefetch(refs: list[tuple[str, ...]]) -> None:
     todo = sorted({r for r in refs if r and r not in _PREFETCHED})
     if not todo:
         return
+    started = time.perf_counter()
     runs = [_outcome(p, len(todo)) for p in [_spawn(todo, h) for h in (1, 2)]]
     for i, ref in enumerate(todo):
         _PREFETCHED[ref] = [run[i] if isinstance(run, list) else run for run in runs]
+        _SPENT[ref] = (time.perf_counter() - started, len(todo))
 
 
 def _spawn(refs: list[tuple[str, ...]], hash_seed: int) -> subprocess.Popen[str]:
@@ -107,6 +112,10 @@ def seeding(target: Target) -> Findings:
     if target.ref:
         prefetch([target.ref])
         outcomes = _PREFETCHED.pop(target.ref)
+        seconds, together = _SPENT.pop(target.ref)
+        found.note(f"two fresh processes seeded it in {seconds:.1f} s"
+                   + (f", with {together - 1} other service{'s' if together > 2 else ''}"
+                      if together > 1 else ""))
     else:
         outcomes = [here, digests(target.cls)]
         found.note(f"{target.label} cannot be imported by a fresh process (defined in a "
