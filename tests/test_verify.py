@@ -86,10 +86,20 @@ BROKEN = {ReadThatWrites: ("reads", "find_contact"),
 
 
 @pytest.fixture(scope="module")
-def reports() -> dict[type, VerifyReport]:
-    """Every service verified once, together (one pair of fresh processes seeds them all)."""
-    services = [Contacts, *BROKEN]
+def reports() -> dict[Any, VerifyReport]:
+    """The library's implemented services (by name) and the broken ones (by class), verified
+    once, together: one pair of fresh processes seeds them all."""
+    from compoenv.cli.verify import implemented
+
+    services = [*implemented(), Contacts, *BROKEN]
     return dict(zip(services, verify_all(services)))
+
+
+def test_every_implemented_service_of_the_library_passes_every_check(reports):
+    library = [r for key, r in reports.items() if isinstance(key, str)]
+    assert len(library) >= 9
+    failed = [r.summary() for r in library if not r.ok]
+    assert not failed, "\n".join(failed)
 
 
 def test_a_library_service_passes_every_check(reports):
@@ -156,12 +166,24 @@ def test_the_schemas_check_compares_the_tools_with_a_spec(tmp_path):
     assert any(d.startswith("get_contact: read_only=True") for d in details)
 
 
+def test_a_spec_file_verifies_the_spec_service_against_itself():
+    report = verify("envs_library/specs/web_search.json", checks=["schemas", "errors"])
+    assert report.ok and report.service == "web_search"
+    assert "note: the service is the spec" in report.checks[0].details[0]
+
+
 def test_a_file_that_does_not_import_is_a_failed_load_not_a_usage_error(tmp_path):
     broken = tmp_path / "broken.py"
     broken.write_text("import compoenv_no_such_module\n")
     report = verify(broken)
     assert not report.ok and report.checks[0].name == "load"
     assert "ModuleNotFoundError" in report.summary()
+    two = tmp_path / "two.py"
+    two.write_text("from envs_library.finance.bank import Bank\n"
+                   "from envs_library.productivity.contacts import Contacts\n\n\n"
+                   "class A(Bank):\n    name = 'bank_a'\n\n\n"
+                   "class B(Contacts):\n    name = 'contacts_b'\n")
+    assert "exactly one Service subclass with a name, found 2 (A, B)" in verify(two).summary()
 
 
 def test_unknown_services_and_checks_are_target_errors():

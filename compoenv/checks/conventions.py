@@ -16,8 +16,8 @@ __all__ = ["conventions", "free_text"]
 
 def _is_free(schema: dict[str, Any]) -> bool:
     """Whether an untagged parameter is one no other service's output should feed: free text,
-    a flag, a count, a choice among fixed values, or a list of those. An id, a date or a pattern-bound string
-    without an interface is a missed join instead."""
+    a flag, a count, a choice among fixed values, or a list of those. An id, a date or a
+    pattern-bound string without an interface is a missed join instead."""
     branches = schema.get("anyOf") or schema.get("oneOf")
     if branches:  # Optional[X]: X decides
         return all(_is_free(b) for b in branches if b.get("type") != "null")

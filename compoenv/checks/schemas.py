@@ -105,4 +105,5 @@ def schemas(target: Target) -> Findings:
     for name in sorted(set(own) & set(target.spec)):
         for problem in compare_tool(name, own[name], target.spec[name]):
             found.fail(problem)
+    found.note(f"compared with {target.spec_origin}")
     return found

@@ -65,6 +65,8 @@ def _registered_spec(cls: type[Service], registry: Registry) -> tuple[dict[str, 
     if cls.name not in registry:
         return None, ""
     other = registry.get(cls.name)
+    if other is cls and issubclass(cls, SimulatedService):
+        return cls.tool_specs(), "its own spec"
     if other is cls or not issubclass(other, SimulatedService):
         return None, ""
     return dict(other.tool_specs()), f"the spec of {cls.name!r} in the library"

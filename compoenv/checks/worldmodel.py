@@ -71,7 +71,7 @@ def agreement(made: Call, theirs: Any) -> str:
     echoed = {str(v).casefold() for v in other.values()}
     ignored = [f"{k}={v!r}" for k, v in made.arguments.items()
                if str(v).casefold() in shown and str(v).casefold() not in echoed]
-    text = f"{same} of {len(common)} shared fields equal"
+    text = f"{same} of {len(common)} shared fields equal" if common else "no values to compare"
     return text + (f"; its answer does not show {', '.join(ignored)}" if ignored else "")
 
 
