@@ -56,10 +56,12 @@ def _register() -> None:
     from compoenv.cli.scenarios import scenarios
     from compoenv.cli.serve import serve
     from compoenv.cli.sft import sft
+    from compoenv.cli.synthesize import synthesize_command
     from compoenv.cli.verify import verify_command
 
     for command in (demo, generate, services, scenarios, graph, library, sft, export, import_,
-                    doctor, lint, evaluate_command, report, serve, verify_command):
+                    doctor, lint, evaluate_command, report, serve, verify_command,
+                    synthesize_command):
         main.add_command(command)
 
 

@@ -1,0 +1,179 @@
+"""The child side of the sandbox: resource limits, an audit hook, then verification.
+
+Run only by ``compoenv.synthesis.sandbox`` as ``python -I -m compoenv.synthesis.jail CONFIG``.
+Before any generated code is imported, the process limits its memory (RLIMIT_AS), CPU time,
+file sizes and open files, and installs an audit hook (``sys.addaudithook``; a hook cannot be
+removed) that denies:
+
+- opening a path outside the job's temp dir for writing, or outside it and the Python
+  installation, compoenv and the service library for reading;
+- every ``socket.*`` event (no network, not even loopback);
+- starting a process (``subprocess.Popen``, ``os.system``, ``os.exec*``, ``os.spawn*``,
+  ``os.posix_spawn``, ``os.fork``), except verification's own ``python -m compoenv.checks.*``
+  helpers, which are started through this jail again, one level deep;
+- ``ctypes`` (it would reach C functions that no audit event covers), signals to other
+  processes, and changing files outside the temp dir (remove, rename, links, permissions).
+
+Each denial is written to stdout (a ``VIOLATION`` line) before it is raised, so code that
+catches the PermissionError, or runs into the time limit afterwards, is still reported. The
+last ``MARKER`` line of stdout is the outcome as JSON: ``{"report": ..., "summary": ...,
+"ok": ..., "error": ...}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+from typing import Any
+
+__all__ = ["MARKER", "VIOLATION", "JAIL_MODULE", "environment", "main"]
+
+MARKER = "compoenv-jail-result:"
+VIOLATION = "compoenv-jail-denied:"
+JAIL_MODULE = "compoenv.synthesis.jail"
+MAX_SPAWNS = 4  # verification's helpers (the seeding check starts two)
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+_PROCESS_EVENTS = frozenset({"os.system", "os.fork", "os.forkpty", "os.kill", "os.killpg",
+                             "pty.spawn", "signal.pthread_kill", "os.setuid", "os.setgid"})
+_PATH_EVENTS = {  # event -> indices of the paths it changes
+    "os.remove": (0,), "os.rmdir": (0,), "os.mkdir": (0,), "os.rename": (0, 1),
+    "os.chmod": (0,), "os.chown": (0,), "os.truncate": (0,), "os.utime": (0,),
+    "shutil.rmtree": (0,), "shutil.copyfile": (1,), "shutil.move": (0, 1),
+    "os.chdir": (0,), "os.chroot": (0,)}
+_DENIED_LINKS = frozenset({"os.symlink", "os.link"})
+
+
+class _Jail:
+    """The audit hook's rules; each denial is reported on ``report`` and raised."""
+
+    def __init__(self, root: str, readable: list[str], depth: int) -> None:
+        self.root = os.path.realpath(root)
+        self.readable = [os.path.realpath(p) for p in readable]
+        self.depth = depth
+        self.spawns = 0
+        self.report: Any = None  # the stream the parent reads (set by main)
+        self.prefix = [sys.executable, "-I", "-m", JAIL_MODULE]
+
+    def _inside(self, path: Any, roots: list[str]) -> bool:
+        if isinstance(path, int):
+            return True  # a descriptor already open: its path was checked when it opened
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        full = os.path.realpath(os.path.join(self.root, os.fspath(path)))
+        return any(full == r or full.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
+
+    def deny(self, what: str) -> None:
+        if self.report is not None:  # at once: a job killed at its time limit still tells
+            self.report.write(f"{VIOLATION}{json.dumps(what)}\n")
+            self.report.flush()
+        raise PermissionError(f"contained: {what}")
+
+    def __call__(self, event: str, args: tuple[Any, ...]) -> None:
+        if event == "open":
+            path, mode, flags = args
+            writes = bool(flags & _WRITE_FLAGS) or any(c in str(mode or "") for c in "wax+")
+            roots = [self.root] if writes else [self.root, *self.readable]
+            if path is not None and not self._inside(path, roots):
+                self.deny(f"tried to {'write' if writes else 'read'} {path}")
+        elif event.startswith("socket."):
+            target = f" to {args[1]!r}" if event == "socket.connect" and len(args) > 1 else ""
+            self.deny(f"tried to use the network ({event}{target})")
+        elif event == "subprocess.Popen":
+            command = list(args[1]) if isinstance(args[1], (list, tuple)) else [args[1]]
+            ours = [str(c) for c in command[:4]] == self.prefix
+            if not ours or self.depth > 0 or self.spawns >= MAX_SPAWNS:
+                self.deny(f"tried to start a process: {' '.join(map(str, command))[:200]}")
+            self.spawns += 1
+        elif (event in _PROCESS_EVENTS or event.startswith(("os.exec", "os.spawn",
+                                                             "os.posix_spawn"))):
+            self.deny(f"tried to start or signal a process ({event})")
+        elif event.startswith("ctypes.") or event in _DENIED_LINKS:
+            self.deny(f"tried {event}")
+        elif event in _PATH_EVENTS:
+            for index in _PATH_EVENTS[event]:
+                if index < len(args) and not self._inside(args[index], [self.root]):
+                    self.deny(f"tried {event} on {args[index]}")
+        elif event in ("os.listdir", "os.scandir") and args and args[0] is not None:
+            if not self._inside(args[0], [self.root, *self.readable, *sys.path]):
+                self.deny(f"tried to list {args[0]}")
+
+
+def _limit(memory_mb: int, cpu_s: int) -> None:
+    for kind, value in ((resource.RLIMIT_AS, memory_mb * 1024 * 1024),
+                        (resource.RLIMIT_CPU, cpu_s),
+                        (resource.RLIMIT_FSIZE, 64 * 1024 * 1024),
+                        (resource.RLIMIT_NOFILE, 256), (resource.RLIMIT_CORE, 0)):
+        soft, hard = resource.getrlimit(kind)
+        cap = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        resource.setrlimit(kind, (cap, cap if kind != resource.RLIMIT_CPU else hard))
+
+
+class _JailedPopen(subprocess.Popen):  # type: ignore[type-arg]
+    """``subprocess.Popen`` in the jail: verification's ``python -m compoenv.checks.*``
+    helpers start in a jail of their own (same limits, same temp dir, empty environment);
+    every other command reaches the audit hook unchanged and is denied there."""
+
+    config: dict[str, Any] = {}
+
+    def __init__(self, args: Any, *rest: Any, **kwargs: Any) -> None:
+        command = list(args) if isinstance(args, (list, tuple)) else None
+        if (command and len(command) >= 3 and command[0] == sys.executable
+                and command[1] == "-m" and str(command[2]).startswith("compoenv.checks.")):
+            child = {**self.config, "depth": self.config["depth"] + 1,
+                     "module": str(command[2]), "argv": [str(a) for a in command[3:]]}
+            args = [sys.executable, "-I", "-m", JAIL_MODULE, json.dumps(child)]
+            kwargs["env"] = environment(self.config["root"])
+        super().__init__(args, *rest, **kwargs)
+
+
+def environment(root: str) -> dict[str, str]:
+    """The whole environment of a jailed process: home and temp files in its temp dir."""
+    return {"HOME": root, "TMPDIR": root, "LANG": "C.UTF-8", "PATH": "/nonexistent"}
+
+
+def _verify(config: dict[str, Any]) -> dict[str, Any]:
+    from compoenv.checks import verify
+
+    report = verify(config["target"], checks=config.get("checks"), spec=config.get("spec"))
+    return {"report": report.to_json(), "summary": report.summary(), "ok": report.ok}
+
+
+def main(argv: list[str]) -> int:
+    """Run one job (verification, or a verification helper module) inside the jail."""
+    config = json.loads(argv[0])
+    _limit(int(config["memory_mb"]), int(config["cpu_s"]))
+    os.chdir(config["root"])
+    sys.dont_write_bytecode = True  # compoenv's own caches live outside the temp dir
+    import compoenv.checks  # noqa: F401 - imported before the hook: the trusted side
+    import compoenv.checks.seeding  # noqa: F401
+    import runpy
+
+    jail = _Jail(config["root"], config["readable"], int(config["depth"]))
+    _JailedPopen.config = config
+    subprocess.Popen = _JailedPopen  # type: ignore[misc]
+    result_stream = sys.stdout
+    jail.report = None if config.get("module") else result_stream
+    sys.stdout = sys.stderr  # what the generated code prints is not the result
+    sys.addaudithook(jail)
+    if config.get("module"):  # a helper: its output and exit status are its result
+        sys.stdout = result_stream
+        sys.argv = [config["module"], *config["argv"]]
+        runpy.run_module(config["module"], run_name="__main__", alter_sys=True)
+        return 0
+    outcome: dict[str, Any] = {}
+    try:
+        outcome = _verify(config)
+    except MemoryError:
+        outcome = {"error": f"contained: exceeded the memory limit of {config['memory_mb']} MB"}
+    except BaseException as exc:  # noqa: BLE001 - any way the job ends is reported as data
+        outcome = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+    result_stream.write(MARKER + json.dumps(outcome) + "\n")
+    result_stream.flush()
+    os._exit(0)  # no atexit handler or thread of the generated code runs after the result
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,218 @@
+"""Verify untrusted generated code in a jailed subprocess with time and memory limits."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from compoenv.synthesis.jail import JAIL_MODULE, MARKER, VIOLATION, environment
+
+__all__ = ["Limits", "SandboxResult", "verify_sandboxed", "readable_roots"]
+
+_TAIL = 4_000  # characters of the child's stderr kept for the report
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one sandboxed verification may use.
+
+    Attributes:
+        timeout_s: Wall-clock limit of the whole run (the process group is killed after it).
+        memory_mb: Address-space limit of each process (RLIMIT_AS).
+        cpu_s: CPU-time limit of each process (RLIMIT_CPU); default: ``timeout_s``.
+    """
+
+    timeout_s: float = 180.0
+    memory_mb: int = 2048
+    cpu_s: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.timeout_s <= 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {self.timeout_s}")
+        if self.memory_mb < 256:
+            raise ValueError(f"memory limit must be at least 256 MB (Python and compoenv "
+                             f"need about 200), got {self.memory_mb}")
+
+
+@dataclass(frozen=True)
+class SandboxResult:
+    """How one sandboxed verification ended.
+
+    Attributes:
+        ok: Whether the code loaded and passed every check, with nothing contained.
+        report: The verify report as JSON (``VerifyReport.to_json()``), when one was made.
+        summary: The report's summary: one line per failed check (what the model is told).
+        contained: What the code tried that the sandbox stopped (``contained: ...``), or
+            the limit it ran into; empty when nothing was contained.
+        error: Why no report came back (a crash of the job), else empty.
+        seconds: Wall-clock time of the run.
+        stderr: The end of the job's stderr, for a human.
+    """
+
+    ok: bool
+    report: dict[str, Any] | None
+    summary: str
+    contained: list[str] = field(default_factory=list)
+    error: str = ""
+    seconds: float = 0.0
+    stderr: str = ""
+
+    def reasons(self) -> list[str]:
+        """Why the code was not accepted, one line each (empty when it was)."""
+        if self.ok:
+            return []
+        lines = list(self.contained)
+        if self.error and self.error not in lines:
+            lines.append(self.error)
+        lines += [line for line in self.summary.splitlines() if line.strip()]
+        return lines or ["verification failed without a reason (see stderr)"]
+
+
+def readable_roots() -> list[str]:
+    """What jailed code may read besides its temp dir: the Python installation, compoenv,
+    and the service library (verification composes tasks with it)."""
+    import compoenv
+    import envs_library
+
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, *compoenv.__path__,
+             *envs_library.__path__}
+    return sorted(roots)
+
+
+def verify_sandboxed(code: str, filename: str, *, limits: Limits = Limits(),
+                     checks: Sequence[str] | None = None, spec: str | Path | None = None
+                     ) -> SandboxResult:
+    """Write ``code`` to a fresh temp dir as ``filename`` and run ``compoenv.checks.verify``
+    on it in a jailed ``python -I`` subprocess (see ``compoenv.synthesis.jail``).
+
+    Args:
+        code: The generated Python module (one Service subclass).
+        filename: Its file name in the temp dir (``<service>.py``).
+        limits: Time and memory limits.
+        checks: The verify checks to run (default: all).
+        spec: The spec JSON the service's schemas must agree with (copied into the temp dir).
+
+    Returns:
+        The outcome; this function raises only for its own misuse, never for the code.
+    """
+    root = tempfile.mkdtemp(prefix="compoenv-synth-")
+    logs = tempfile.mkdtemp(prefix="compoenv-synth-logs-")  # outside the jail's reach
+    try:
+        target = Path(root, Path(filename).name)
+        target.write_text(code, encoding="utf-8")
+        spec_copy = None
+        if spec is not None:
+            spec_copy = str(Path(root, "spec.json"))
+            shutil.copyfile(spec, spec_copy)
+        config = {"root": root, "target": str(target), "checks": list(checks) if checks else
+                  None, "spec": spec_copy, "readable": readable_roots(), "depth": 0,
+                  "memory_mb": limits.memory_mb,
+                  "cpu_s": int(limits.cpu_s or max(1, round(limits.timeout_s)))}
+        return _run(config, limits, Path(logs))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(logs, ignore_errors=True)
+
+
+def _run(config: dict[str, Any], limits: Limits, logs: Path) -> SandboxResult:
+    started = time.monotonic()
+    with open(logs / "stdout", "wb") as out, open(logs / "stderr", "wb") as err:
+        process = subprocess.Popen(
+            [sys.executable, "-I", "-m", JAIL_MODULE, json.dumps(config)], cwd=config["root"],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=environment(config["root"]),
+            start_new_session=True)
+        timed_out = False
+        try:
+            process.wait(timeout=limits.timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            _kill_group(process)
+    seconds = time.monotonic() - started
+    stderr = _tail(logs / "stderr")
+    outcome, contained = _read_stdout(logs / "stdout")
+    if timed_out:
+        contained.append(f"contained: ran past the time limit of {limits.timeout_s:g} s")
+        return SandboxResult(False, None, "", contained, "", seconds, stderr)
+    if outcome is None:
+        return SandboxResult(False, None, "", contained + _killed(process.returncode, limits),
+                             _last_line(stderr) or f"the job exited with status "
+                             f"{process.returncode} and no result", seconds, stderr)
+    report = outcome.get("report")
+    contained += [line for line in _contained_in(report, limits)  # a helper's, or a repeat
+                  if not any(line.startswith(seen) for seen in contained)]
+    error = str(outcome.get("error") or "")
+    if error.startswith("contained:"):
+        contained.append(error)
+        error = ""
+    contained = list(dict.fromkeys(contained))
+    ok = bool(outcome.get("ok")) and not contained and not error
+    return SandboxResult(ok, report, str(outcome.get("summary") or ""), contained, error,
+                         seconds, stderr)
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    """End the job and every process it started (they share its new session)."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    process.wait()
+
+
+def _killed(returncode: int | None, limits: Limits) -> list[str]:
+    if returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+        return [f"contained: ran past the CPU time limit of "
+                f"{limits.cpu_s or round(limits.timeout_s)} s"]
+    return []
+
+
+def _contained_in(report: dict[str, Any] | None, limits: Limits) -> list[str]:
+    """What a check saw the jail stop (a denial inside a tool call or a helper process
+    becomes that check's detail) or a memory limit hit, as ``contained:`` lines."""
+    found: list[str] = []
+    for check in (report or {}).get("checks", ()):
+        for detail in check.get("details", ()):
+            at = detail.find("contained: ")
+            if at >= 0:
+                found.append(detail[at:].split("\n")[0][:300])
+            elif "MemoryError" in detail:
+                found.append(f"contained: exceeded the memory limit of {limits.memory_mb} MB")
+    return found
+
+
+def _read_stdout(path: Path) -> tuple[dict[str, Any] | None, list[str]]:
+    """The job's result (its last ``MARKER`` line: the code's own output goes to stderr, and
+    a line it forges cannot follow the jail's own, written last) and what the jail denied."""
+    outcome: dict[str, Any] | None = None
+    denied: list[str] = []
+    for line in _tail(path, 1_000_000).splitlines():
+        try:
+            if line.startswith(VIOLATION):
+                denied.append(f"contained: {json.loads(line[len(VIOLATION):])}")
+            elif line.startswith(MARKER):
+                value = json.loads(line[len(MARKER):])
+                outcome = value if isinstance(value, dict) else None
+        except json.JSONDecodeError:
+            continue
+    return outcome, list(dict.fromkeys(denied))
+
+
+def _tail(path: Path, size: int = _TAIL) -> str:
+    with open(path, "rb") as handle:
+        handle.seek(max(0, path.stat().st_size - size))
+        return handle.read().decode("utf-8", "replace")
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""
