@@ -78,11 +78,24 @@ class UnknownIdIs400(Contacts):
         return self.state.contacts[contact_id]
 
 
+class UnknownIdIs403(Contacts):
+    """Personal address book that answers an unknown contact id with a code agents never get."""
+
+    @tool(read_only=True, phrase="look up contact {contact_id}")
+    def get_contact(self, contact_id: ContactId) -> Contact:
+        """Get a contact by id."""
+        if contact_id not in self.state.contacts:
+            raise ToolError(403, f"Contact {contact_id!r} is not yours")
+        return self.state.contacts[contact_id]
+
+
 BROKEN = {ReadThatWrites: ("reads", "find_contact"),
           SeedBySetOrder: ("seeding", "two fresh processes seeded different states"),
           UnsavedPhone: ("writes", "update_phone"),
           CrashOnOddNames: ("fuzz", "-> 500"),
-          UnknownIdIs400: ("errors", "expected 404")}
+          UnknownIdIs400: ("errors", "expected 404"),
+          UnknownIdIs403: ("errors", "code 403 (Contact 'C-99999' is not yours); allowed: "
+                                     "[400, 404, 409, 422]")}
 
 
 @pytest.fixture(scope="module")
@@ -236,5 +249,4 @@ def test_cli_usage_errors_exit_2_without_a_traceback(args, message):
     result = _cli(*args)
     assert result.exit_code == 2
     assert message in result.output and "Traceback" not in result.output
-    assert not isinstance(result.exception, Exception) or isinstance(result.exception,
-                                                                    SystemExit)
+    assert result.exception is None or isinstance(result.exception, SystemExit)
