@@ -21,6 +21,9 @@ BENCHMARKS = {
     "joins": ("how well the importer tags real APIs' slots (interface, role, resource key, "
               "transport noise): precision and recall against 360 hand-labelled slots",
               "python -m bench.joins [--split dev|held_out|all] [--rows N] [--out FILE]"),
+    "crud": ("how many spec tools run with real state (CRUD resources: list, get, create, "
+             "update, cancel, delete) in the shipped specs and in libraries given",
+             "python -m bench.crud [--library DIR ...] [--out FILE]"),
 }
 
 

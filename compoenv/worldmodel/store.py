@@ -36,7 +36,8 @@ from compoenv.worldmodel.resources import (LIMIT_PARAMS, QUERY_PARAMS, Operation
 
 __all__ = ["ResourceStore", "StatefulResources", "SEED_RECORDS", "naming_a_record"]
 
-SEED_RECORDS = 6  # records a resource starts with: enough to find, few enough to read
+SEED_RECORDS = 3  # records a resource starts with: as many as a list of the offline model holds
+# (a walk fans out over two or three of them: "for each of my job openings")
 _NUMBERED = re.compile(r"^(.*?)(\d+)$")
 _OFFLINE = OfflineWorldModel()
 
@@ -303,7 +304,7 @@ class StatefulResources:
 
 def naming_a_record(service: Service, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """``arguments`` with the parameter that names a record (a get, update, cancel or delete of
-    a CRUD resource) set to a record ``service`` holds (one not cancelled yet): an example
+    a CRUD resource) set to a record ``service`` holds (one not cancelled yet, if any): an example
     call that finds something. Arguments of other tools come back as they are."""
     store = getattr(type(service), "_store", None)
     found = store.by_tool.get(tool) if isinstance(store, ResourceStore) else None
@@ -312,5 +313,5 @@ def naming_a_record(service: Service, tool: str, arguments: dict[str, Any]) -> d
     resource, op = found
     stored = service.state.records.get(resource.collection) or {}
     keys = [k for k, r in stored.items() if resource.cancelled is None
-            or r.get("status") != resource.cancelled]
+            or r.get("status") != resource.cancelled] or list(stored)
     return {**arguments, op.param: keys[0]} if keys else arguments
