@@ -117,6 +117,20 @@ def test_hostile_code_is_contained(name: str, contained: str) -> None:
                    for line in result.contained)
 
 
+@pytest.mark.parametrize("code, contained", [
+    # a directory's descriptor outside the temp dir would anchor a write there
+    ("import os, sys\nfd = os.open(sys.prefix, os.O_RDONLY)\n"
+     "os.open('escape', os.O_WRONLY | os.O_CREAT, dir_fd=fd)\n",
+     "contained: tried to open the directory"),
+    ("import gc\njail = [o for o in gc.get_objects() if type(o).__name__ == '_Jail']\n",
+     "contained: tried gc.get_objects"),
+    ("import ctypes\nctypes.CDLL(None).system(b'true')\n", "contained: tried ctypes."),
+])
+def test_ways_around_the_hook_are_contained(code: str, contained: str) -> None:
+    result = verify_sandboxed(code, "book_club.py", limits=Limits(timeout_s=30))
+    assert any(line.startswith(contained) for line in result.contained), result.reasons()
+
+
 def test_contained_code_is_rejected_by_the_loop() -> None:
     with ChatServer(responder=scripted(reply("read_passwd"))) as server:
         result = synthesize(SPEC, client_for(server), rounds=1, checks=FAST)

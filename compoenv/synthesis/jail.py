@@ -11,8 +11,14 @@ removed) that denies:
 - starting a process (``subprocess.Popen``, ``os.system``, ``os.exec*``, ``os.spawn*``,
   ``os.posix_spawn``, ``os.fork``), except verification's own ``python -m compoenv.checks.*``
   helpers, which are started through this jail again, one level deep;
-- ``ctypes`` (it would reach C functions that no audit event covers), signals to other
-  processes, and changing files outside the temp dir (remove, rename, links, permissions).
+- ``ctypes`` (it would reach C functions that no audit event covers), ``gc``'s object
+  searches (they would find this hook), signals to other processes, opening a directory
+  outside the temp dir (its descriptor would anchor ``dir_fd=`` opens), and changing files
+  outside the temp dir (remove, rename, links, permissions).
+
+An audit hook contains what a model's code does by accident or by naive intent; it is not a
+security boundary against code written to break out of the interpreter (run the whole loop in a
+container or VM for that).
 
 Each denial is written to stdout (a ``VIOLATION`` line) before it is raised, so code that
 catches the PermissionError, or runs into the time limit afterwards, is still reported. The
@@ -65,6 +71,12 @@ class _Jail:
         full = os.path.realpath(os.path.join(self.root, os.fspath(path)))
         return any(full == r or full.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
 
+    def _outside_directory(self, path: Any) -> bool:
+        if isinstance(path, int):
+            return False
+        full = os.path.realpath(os.path.join(self.root, os.fsdecode(path)))
+        return os.path.isdir(full) and not self._inside(full, [self.root])
+
     def deny(self, what: str) -> None:
         if self.report is not None:  # at once: a job killed at its time limit still tells
             self.report.write(f"{VIOLATION}{json.dumps(what)}\n")
@@ -78,6 +90,9 @@ class _Jail:
             roots = [self.root] if writes else [self.root, *self.readable]
             if path is not None and not self._inside(path, roots):
                 self.deny(f"tried to {'write' if writes else 'read'} {path}")
+            if path is not None and not writes and self._outside_directory(path):
+                # a directory's descriptor would let dir_fd= opens escape the checks above
+                self.deny(f"tried to open the directory {path}")
         elif event.startswith("socket."):
             target = f" to {args[1]!r}" if event == "socket.connect" and len(args) > 1 else ""
             self.deny(f"tried to use the network ({event}{target})")
@@ -90,7 +105,8 @@ class _Jail:
         elif (event in _PROCESS_EVENTS or event.startswith(("os.exec", "os.spawn",
                                                              "os.posix_spawn"))):
             self.deny(f"tried to start or signal a process ({event})")
-        elif event.startswith("ctypes.") or event in _DENIED_LINKS:
+        elif event.startswith(("ctypes.", "gc.get_")) or event in _DENIED_LINKS:
+            # ctypes reaches C that no event covers; gc would find this hook and change it
             self.deny(f"tried {event}")
         elif event in _PATH_EVENTS:
             for index in _PATH_EVENTS[event]:
