@@ -45,6 +45,7 @@ from compoenv.schema import (
 from compoenv.schema_check import compile_check
 from compoenv.service import Service, ToolSpec, check_qualified
 from compoenv.signature import ToolSignature
+from compoenv.worldmodel.store import ResourceStore, StatefulResources
 
 __all__ = ["SpecError", "load_spec", "validate_spec", "spec_tools", "spec_signatures",
            "SPEC_SCHEMA", "DEFAULT_MAX_LENGTH", "bounded_strings"]
@@ -236,8 +237,6 @@ def _slots(spec: dict[str, Any], parameters: dict[str, Any],
 def service_from_spec(spec: dict[str, Any], base: type[Service]) -> type[Service]:
     """A Service subclass (of ``base``, the simulated-service base) for a validated spec; the
     tools of its CRUD resources run against records in its state (``worldmodel.store``)."""
-    from compoenv.worldmodel.store import ResourceStore, StatefulResources
-
     tools = spec_tools(spec)
     store = ResourceStore(spec["name"], tools if spec.get("state") != "world_model" else {})
     bases: tuple[type, ...] = (StatefulResources, base) if store else (base,)

@@ -57,6 +57,12 @@ class _Unheld(Exception):
     """A key an open resource does not hold: the world model is asked."""
 
 
+def _read_name(resource: Resource) -> str:
+    """A read of the resource's own (a tool name that fits the service), else its first tool."""
+    ops = list(resource.operations.values())
+    return next((op.tool for op in ops if op.kind in ("list", "get")), ops[0].tool)
+
+
 def _gone(resource: Resource) -> str:
     """The collection of an open resource's deleted keys (no world model reads it)."""
     return f"{resource.collection}#deleted"
@@ -88,10 +94,11 @@ class ResourceStore:
             op.tool: (resource, op) for resource in self.resources.values()
             for op in resource.operations.values()}
         # the list a resource's records are seeded by, made once (the offline model caches
-        # its plans per schema object)
+        # its plans per schema object), named as a read of the resource (the name is the noun
+        # the offline model makes ids and statuses for)
         self._seeders = {noun: ToolSpec(
-            service=service, name=f"list_{noun}s", description=f"List {noun}s.", read_only=True,
-            simulated=True, parameters={"type": "object", "properties": {}},
+            service=service, name=_read_name(r), description=f"List {noun} records.",
+            read_only=True, simulated=True, parameters={"type": "object", "properties": {}},
             returns={"type": "array", "items": r.record, "maxItems": SEED_RECORDS})
             for noun, r in self.resources.items()}
 
