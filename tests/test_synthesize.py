@@ -3,6 +3,7 @@ contained by the sandbox, and only verified code is written."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import socket
 from pathlib import Path
@@ -53,8 +54,6 @@ def test_a_good_module_is_accepted_in_round_one_with_its_provenance(tmp_path: Pa
     assert code == extract_code(reply("good"))
     assert record["model"] == "coder" and record["base_url"] == server.url
     assert record["rounds"] == 1 and record["accepted"] and data["written"]
-    import hashlib
-
     assert record["code_sha256"] == hashlib.sha256(code.encode()).hexdigest()
     checks = {c["name"]: c["ok"] for c in record["verify"]["checks"]}
     assert checks["seeding"] and checks["composer"] and all(checks.values()), checks
