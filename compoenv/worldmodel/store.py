@@ -24,7 +24,7 @@ import random
 import re
 from typing import Any, ClassVar, Mapping
 
-from compoenv.crud import get_or_404, next_id, norm
+from compoenv.crud import get_or_404, next_id, norm, search
 from compoenv.schema import is_valid
 from compoenv.service import Service, ToolError, ToolResult, ToolSpec, ok
 from compoenv.world import World
@@ -45,6 +45,11 @@ _OFFLINE = OfflineWorldModel()
 def _seed_of(*parts: Any) -> int:
     text = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
+
+
+def _text(record: Mapping[str, Any]) -> str:
+    """A record's text, where a search looks for its words."""
+    return " ".join(v for v in record.values() if isinstance(v, str))
 
 
 def _same(stored: Any, wanted: Any) -> bool:
@@ -197,9 +202,7 @@ class ResourceStore:
             if param in fields:
                 found = [r for r in found if _same(r.get(param), value)]
             elif param.lower() in QUERY_PARAMS and isinstance(value, str):
-                words = norm(value).split()
-                found = [r for r in found if all(w in norm(" ".join(
-                    str(v) for v in r.values() if isinstance(v, str))) for w in words)]
+                found = search(found, value, _text)
             elif param.lower() in LIMIT_PARAMS and isinstance(value, int) and value > 0:
                 limit = value
         schema = spec.returns if op.items is None else spec.returns["properties"][op.items]
