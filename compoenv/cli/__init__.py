@@ -1,7 +1,8 @@
 """The ``compoenv`` command: one module per subcommand group, errors as one line each.
 
-Subcommands: ``demo``, ``generate``, ``services``, ``scenarios``, ``doctor``, ``graph``,
-``library``, ``sft``, ``export``, ``import``, ``lint``, ``eval``, ``report``. A usage error
+Subcommands: ``demo``, ``generate``, ``services``, ``scenarios``, ``doctor``, ``verify``,
+``synthesize``, ``graph``, ``library``, ``sft``, ``export``, ``serve``, ``import``, ``lint``,
+``eval``, ``report``. A usage error
 or a bad input file ends with ``Error: ...`` and the fix, exit status 1 or 2, never a
 traceback (``CompoenvGroup.invoke`` is the one place that translates them).
 """
