@@ -4,6 +4,7 @@ and every other tool still answered by the world model."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -15,9 +16,8 @@ from compoenv.registry import Registry
 from compoenv.session import Session
 from compoenv.world import World
 from compoenv.worldmodel import SimulatedService, service_from_spec, validate_spec
-from compoenv.worldmodel.offline import collection_of, example_arguments
+from compoenv.worldmodel.offline import OfflineWorldModel, collection_of, example_arguments
 from compoenv.worldmodel.simulator import Simulator
-from compoenv.worldmodel.offline import OfflineWorldModel
 from compoenv.worldmodel.store import SEED_RECORDS, ResourceStore, naming_a_record
 
 REGISTRY = Registry.default()
@@ -109,8 +109,6 @@ def test_records_are_seeded_from_the_world_the_same_for_the_same_seed():
             "(World(0)).state.records, sort_keys=True))")
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            check=True, env={"PYTHONHASHSEED": "123", "PATH": ""})
-    import json
-
     assert json.loads(other.stdout) == json.loads(json.dumps(cls(WORLD).state.records))
 
 
