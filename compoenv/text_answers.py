@@ -30,6 +30,9 @@ _FILLER = _PLAIN | frozenset("hello hi ok okay sure thanks thank".split())
 # where one item of a list ends and the next begins
 _BETWEEN_ITEMS = re.compile(r"[,;|\n\u2022:()\[\]]|[.!?](?=\s|$)|\s(?:or|and)\s", re.I)
 _LIST_MARK = re.compile(r"(?m)^\s*(?:\d{1,3}[.)]|[-*])\s")
+# links and emails are values of a typed kind, never a text candidate; left whole they would
+# be cut at their ':' and '.' into word items ("https", "www maplemedia com")
+_LINK_OR_EMAIL = re.compile(r"https?://[^\s<>\"')\]]+|[\w.%+-]+@[\w.-]+\.[a-z]{2,}", re.I)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +138,7 @@ def short_items(text: str, target: tuple[str, ...]) -> list[tuple[tuple[str, ...
     text); items of fillers alone ("Done.") are left out."""
     key = content(target)
     items = []
-    for piece in _BETWEEN_ITEMS.split(_LIST_MARK.sub(" ", text)):
+    for piece in _BETWEEN_ITEMS.split(_LINK_OR_EMAIL.sub(";", _LIST_MARK.sub(" ", text))):
         found = content(words(piece))
         if (0 < len(found) <= len(key) + 1
                 and (found == key or not all(w in _FILLER for w in found))):

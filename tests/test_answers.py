@@ -136,3 +136,14 @@ def test_listed_text_values_the_request_states_or_asks_for_pass():
     for value in ("general", "technology", "We are hiring engineers"):
         assert check_answer(value, oracle, WORLD, allowed=3 + SLACK["text"]) == (True, "")
     assert check_answer("general", oracle, WORLD, allowed=1)[0] is False
+
+
+@pytest.mark.parametrize("expected, reply", [
+    ("75 Station Street", "Done. 75 Station Street; https://www.maplemedia.com/."),
+    ("billing", "Done. billing; TKT-3876; https://www.willowlogistics.com/."),
+    ("billing", "billing; ann.lee@example.com; 14:00"),
+])
+def test_a_word_answer_beside_the_other_answers_links_and_emails_is_no_list(expected, reply):
+    # the oracle's own reply to a task with several answers: its link is one value, not the
+    # word items "https" and "www example com" it would be cut into
+    assert check_answer(expected, reply, World.get(0), kind="text", allowed=2)[0]
