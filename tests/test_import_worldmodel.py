@@ -17,6 +17,7 @@ from compoenv.importers import from_mcp, from_openapi, openapi_spec
 from compoenv.world import World
 from compoenv.worldmodel import SimulatedService, service_from_spec
 from compoenv.worldmodel.offline import example_arguments
+from compoenv.worldmodel.store import naming_a_record
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -38,8 +39,9 @@ def _answers(spec: dict[str, Any], seeds: tuple[int, ...] = (1, 2, 3)) -> Any:
     world = World(0)
     for name, tool in cls.tool_specs().items():
         for seed in seeds:
-            args = example_arguments(tool, world, seed)
-            result = cls(world).call(name, args)
+            service = cls(world)  # a get, update or delete names a record the service holds
+            args = naming_a_record(service, name, example_arguments(tool, world, seed))
+            result = service.call(name, args)
             assert result["success"] is True, (name, args, result)
             yield tool, args, result["data"]
 

