@@ -39,7 +39,8 @@ class _Class(NamedTuple):
 def lists_options(graph: ToolGraph, tool: str) -> bool:
     """Whether a walk lists ``tool``'s options rather than drawing them: at most ``LISTED``
     edges leave it (counted from the index, without listing them)."""
-    return sum(len(bucket.slots) for _, bucket in graph.fills(tool)) <= LISTED
+    return graph.memo(("lists options", tool, LISTED), lambda: sum(
+        len(bucket.slots) for _, bucket in graph.fills(tool)) <= LISTED)
 
 
 def drawn(graph: ToolGraph, tool: str, values: Mapping[tuple[str, tuple[str, ...]], Any],
