@@ -10,11 +10,14 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from functools import cached_property
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from pydantic import BaseModel
 
 from compoenv.answers import check_answer
+from compoenv.schema import names_record
+from compoenv.service import split_qualified
 from compoenv.session import CallRecord, Session
 from compoenv.task import (
     AnswerCriterion, CallCriterion, Criterion, OrderCriterion, StateCriterion, Task,
@@ -23,13 +26,29 @@ from compoenv.task import (
 
 __all__ = [
     "Outcome", "CriterionResult", "RubricResult", "score_rubric", "completion_focused",
-    "same_value", "normalize_text", "record_dict", "check_criterion",
+    "same_value", "normalize_text", "record_dict", "check_criterion", "Shown", "GUARDS",
+    "WRITE_SHARE", "UNDONE", "STATUS_FIELDS", "undone",
 ]
 
 _MISSING = object()
 _PLAIN = frozenset({str, int, float})
 _NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?")
 GUARDS = frozenset({"unchanged"})  # criteria that fail on collateral damage
+# share of the rubric score the writes carry on a task that writes (the rest: answers, reads,
+# rules); reads and a true report without the writes score at most 1 - WRITE_SHARE
+WRITE_SHARE = 0.75
+# statuses that take a record back: a booking cancelled, a post deleted, a payment voided
+UNDONE = frozenset({"cancelled", "canceled", "deleted", "removed", "void", "voided", "revoked",
+                    "withdrawn", "refunded", "declined", "rejected", "closed", "archived",
+                    "inactive", "unpublished", "retracted", "failed"})
+STATUS_FIELDS = ("status", "state")
+
+
+def undone(record: Any) -> bool:
+    """Whether a record's status says it was taken back."""
+    fields = record_dict(record)
+    return any(isinstance(fields.get(f), str) and fields[f].strip().casefold() in UNDONE
+               for f in STATUS_FIELDS)
 _PUNCT = re.compile(r"[\s\"'`.,;:!?()\[\]{}]+")
 
 
@@ -40,6 +59,68 @@ class Outcome:
     session: Session
     final_message: str = ""
     instruction: str = ""  # the request: values it states may be echoed in the reply
+
+    @cached_property
+    def shown(self) -> "Shown":
+        """Every value the episode's successful tool results showed."""
+        return Shown.of(r.result.get("data") for r in self.session.log
+                        if r.result.get("success", False))
+
+    @cached_property
+    def mounted(self) -> frozenset[str]:
+        return frozenset(self.session.names)
+
+    @cached_property
+    def writes(self) -> list[CallRecord]:
+        """The episode's successful calls of tools that write."""
+        out = []
+        for record in self.session.log:
+            if not record.result.get("success", False):
+                continue
+            spec = self.session.spec(record.name)
+            if spec is not None and not spec.read_only:
+                out.append(record)
+        return out
+
+
+class Shown:
+    """The scalar values some tool results showed: numbers, and text (normalised) both as
+    whole values and as one text to find names and phrases in."""
+
+    __slots__ = ("numbers", "texts", "joined")
+
+    def __init__(self, numbers: set[float], texts: set[str]) -> None:
+        self.numbers, self.texts = numbers, texts
+        self.joined = "".join(sorted(texts))
+
+    @classmethod
+    def of(cls, results: Iterable[Any]) -> "Shown":
+        numbers: set[float] = set()
+        texts: set[str] = set()
+        stack = list(results)
+        while stack:
+            item = stack.pop()
+            if isinstance(item, Mapping):
+                stack.extend(item.values())
+            elif isinstance(item, (list, tuple)):
+                stack.extend(item)
+            elif item is None or isinstance(item, bool):
+                continue
+            else:
+                number = _as_number(item)
+                if number is not None:
+                    numbers.add(round(number, 2))
+                texts.add(normalize_text(item))
+        return cls(numbers, texts)
+
+    def has(self, value: Any) -> bool:
+        """Whether ``value`` was shown: an equal number, or its text as a whole value or as
+        words within a shown text (a name inside "Dinner with Ana Silva")."""
+        number = _as_number(value)
+        if number is not None and round(number, 2) in self.numbers:
+            return True
+        text = normalize_text(value)
+        return text.strip() != "" and (text in self.texts or text in self.joined)
 
 
 class CriterionResult(BaseModel):
@@ -149,20 +230,32 @@ def _check_state(c: StateCriterion, out: Outcome) -> tuple[bool, str]:
     records = _records(out.session, c.service, c.collection)
     if c.key is not None:
         candidates = [records[c.key]] if c.key in records else []
+        if c.standing and candidates and undone(candidates[0]):
+            return False, f"{c.service}.{c.collection} {c.key} was taken back"
         if c.changed and candidates:
             old = _records(out.session, c.service, c.collection, initial=True).get(c.key)
             if old is candidates[0] or old == candidates[0]:
                 return False, f"{c.service}.{c.collection} {c.key} was not changed"
-    else:  # a created record: only records the episode added or replaced can be it
-        before = _records(out.session, c.service, c.collection, initial=True)
-        candidates = [r for k, r in records.items() if before.get(k) is not r]
+    else:  # a created record: only records the episode added can be it (not one it overwrote)
+        candidates = [records[k] for k in _created_keys(c, out)]
     hit = any(_record_matches(c.match, r) for r in candidates)
     if c.exists:
         return hit, "" if hit else f"no record in {c.service}.{c.collection} matches {c.match}"
     return not hit, "" if not hit else f"record still present in {c.service}.{c.collection}"
 
 
+def _created_keys(c: StateCriterion, out: Outcome) -> list[str]:
+    """Keys of the records of ``c``'s collection that the episode added and that hold
+    ``c.match``."""
+    records = _records(out.session, c.service, c.collection)
+    before = _records(out.session, c.service, c.collection, initial=True)
+    return [k for k, r in records.items() if k not in before and _record_matches(c.match, r)
+            and not (c.standing and undone(r))]
+
+
 def _check_answer(c: AnswerCriterion, out: Outcome) -> tuple[bool, str]:
+    if c.shown and not out.shown.has(c.value):
+        return False, f"{c.value!r} was reported but no tool showed it in this episode"
     return check_answer(c.value, out.final_message, out.session.world, kind=c.value_kind,
                         allowed=c.allowed, instruction=out.instruction)
 
@@ -180,11 +273,13 @@ def _check_call(c: CallCriterion, out: Outcome) -> tuple[bool, str]:
 def _check_order(c: OrderCriterion, out: Outcome) -> tuple[bool, str]:
     first = CallCriterion(id=c.id, description="", name=c.first.name,
                           arguments=c.first.arguments)
+    then = CallCriterion(id=c.id, description="", name=c.then,
+                         arguments=c.then_arguments or {})
     seen = False
     for record in out.session.log:
         if _call_matches(first, record):
             seen = True
-        elif record.name == c.then and record.result.get("success", False):
+        elif _call_matches(then, record):
             return (True, "") if seen else (
                 False, f"{c.then} was called before {c.first.name}({c.first.arguments})")
     return False, f"no successful call {c.then}" if seen else f"no call {c.first.name}"
@@ -200,12 +295,62 @@ def _check_keys(c: UnchangedCriterion, out: Outcome) -> tuple[bool, str]:
         for key in c.keys:
             if before.get(key) is not after.get(key) and before.get(key) != after.get(key):
                 return False, f"{c.service}.{name}: {key} was changed"
+    # a record a simulated read showed need not be held in the state: a write naming it is
+    # a write to it (booking the decoy hotel, deleting the decoy lead)
+    keys = {normalize_text(k) for k in c.keys}
+    for record in out.writes:
+        if _names_any(record.arguments, keys):
+            return False, f"{record.name} was called on {sorted(c.keys)[0]}"
+    return True, ""
+
+
+def _names_any(arguments: Any, keys: set[str]) -> bool:
+    stack = [arguments]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, str) and normalize_text(item) in keys:
+            return True
+    return False
+
+
+def _check_acts_on(c: UnchangedCriterion, out: Outcome) -> tuple[bool, str]:
+    """Writes of ``c.service`` named only the records ``c.acts_on`` allows, or ones the
+    episode created."""
+    allowed = {normalize_text(k) for k in c.acts_on or ()}
+    created: set[str] | None = None
+    for record in out.writes:
+        if split_qualified(record.name)[0] != c.service or not isinstance(record.arguments,
+                                                                          Mapping):
+            continue
+        props = out.session.spec(record.name).parameters.get("properties", {})  # type: ignore
+        for param, value in record.arguments.items():
+            if not isinstance(value, str) or not names_record(param, props.get(param, {})) \
+                    or normalize_text(value) in allowed:
+                continue
+            if created is None:
+                before = out.session.initial_state(c.service).collections()
+                created = {normalize_text(k) for name, records in
+                           out.session.state(c.service).collections().items()
+                           for k in records if k not in before.get(name, {})}
+            if normalize_text(value) not in created:
+                return False, f"{record.name} was called on {value}, a record the task is " \
+                              f"not about"
     return True, ""
 
 
 def _check_unchanged(c: UnchangedCriterion, out: Outcome) -> tuple[bool, str]:
+    if c.service not in out.mounted:
+        return True, ""  # a service the episode did not mount was not written to
     if c.keys:
         return _check_keys(c, out)
+    if c.acts_on is not None:
+        passed, why = _check_acts_on(c, out)
+        if not passed:
+            return passed, why
     if c.collection == "*":
         initial = out.session.initial_state(c.service).collections()
         final = out.session.state(c.service).collections()
@@ -247,27 +392,92 @@ def check_criterion(c: Criterion, outcome: Outcome) -> tuple[bool, str]:
         return False, f"criterion error: {type(exc).__name__}: {exc}"
 
 
+def _one_to_one(candidates: list[list[Any]]) -> list[bool]:
+    """Which of several criteria keep a pass when each needs a thing of its own: a maximum
+    matching of criteria to the records (or calls) each one accepts."""
+    if len(candidates) < 2:
+        return [bool(c) for c in candidates]
+    import networkx as nx
+
+    graph = nx.Graph()
+    left = [("criterion", i) for i in range(len(candidates))]
+    graph.add_nodes_from(left)
+    for i, things in enumerate(candidates):
+        graph.add_edges_from((("criterion", i), ("thing", t)) for t in things)
+    matching = nx.bipartite.hopcroft_karp_matching(graph, top_nodes=left)
+    return [("criterion", i) in matching for i in range(len(candidates))]
+
+
+def _distinct(rubric: Sequence[Criterion], results: list[CriterionResult],
+              outcome: Outcome) -> None:
+    """Criteria that each need a record or a call of their own (a fan-out of n created
+    records, n payments) pass only as many times as there are distinct ones: a passing
+    criterion whose record another one took fails."""
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for i, c in enumerate(rubric):
+        if not results[i].passed:
+            continue
+        if isinstance(c, StateCriterion) and c.distinct and c.key is None and c.exists:
+            groups.setdefault(("state", c.service, c.collection), []).append(i)
+        elif isinstance(c, CallCriterion) and c.distinct:
+            groups.setdefault(("call", c.name), []).append(i)
+    for (kind, *_), members in groups.items():
+        if len(members) < 2:
+            continue
+        if kind == "state":
+            things = [_created_keys(rubric[i], outcome) for i in members]  # type: ignore[arg-type]
+        else:
+            things = [[n for n, r in enumerate(outcome.session.log)
+                       if _call_matches(rubric[i], r)] for i in members]  # type: ignore[arg-type]
+        for i, keep in zip(members, _one_to_one(things)):
+            if not keep:
+                results[i] = results[i].model_copy(update={
+                    "passed": False,
+                    "detail": "the only matching record or call is another criterion's"})
+
+
+def _mean(results: list[CriterionResult]) -> float:
+    total = sum(r.weight for r in results)
+    return sum(r.weight for r in results if r.passed) / total if total > 0 else 0.0
+
+
 def score_rubric(rubric: Sequence[Criterion], outcome: Outcome) -> RubricResult:
-    """Check every criterion: score = weighted mean of passes and binary = all required pass,
-    both 0 when no required criterion passes (no work, no reward)."""
+    """Check every criterion.
+
+    - ``binary``: 1.0 when every required criterion passes (guards included).
+    - ``score``: the writes (required ``state`` and ``call`` criteria) carry ``WRITE_SHARE``
+      of it and the rest (answers, rules, reads) the remainder, each part a weighted mean of
+      passes; 0 when no required criterion of the work passes (no work, no reward) or a
+      required guard failed (collateral damage voids the episode).
+    - ``net_score``: the same mix less the share of guard weight that failed, 0 without work.
+    """
     results = []
     for c in rubric:
         passed, detail = check_criterion(c, outcome)
         results.append(CriterionResult(id=c.id, kind=c.kind, description=c.description,
                                        passed=passed, weight=c.weight, required=c.required,
                                        detail=detail))
-    required = [r for r in results if r.required]
-    worked = any(r.passed for r in required) if required else True
+    _distinct(rubric, results, outcome)
+    positive = [r for r in results if r.kind not in GUARDS]
+    guards = [r for r in results if r.kind in GUARDS]
+    work = [r for r in positive if r.required]
+    worked = any(r.passed for r in work) if work else True
+    binary = float(all(r.passed for r in results if r.required))
     if not worked:
         return RubricResult(criteria=results, score=0.0, binary=0.0, net_score=0.0,
                             worked=False)
-    total = sum(r.weight for r in results)
-    passed_weight = sum(r.weight for r in results if r.passed)
-    damage = sum(r.weight for r in results if not r.passed and r.kind in GUARDS)
-    score = passed_weight / total if total > 0 else 0.0
-    net = max(0.0, (passed_weight - damage) / total) if total > 0 else 0.0
-    binary = float(all(r.passed for r in required))
-    return RubricResult(criteria=results, score=score, binary=binary, net_score=net)
+    writes = [r for r in work if r.kind in ("state", "call")]
+    rest = [r for r in positive if not (r.required and r.kind in ("state", "call"))]
+    if writes and rest:
+        mix = WRITE_SHARE * _mean(writes) + (1 - WRITE_SHARE) * _mean(rest)
+    else:
+        mix = _mean(writes or rest)
+    damaged = any(r.required and not r.passed for r in guards)
+    failed_share = 1.0 - _mean(guards) if guards else 0.0
+    score = 0.0 if damaged else mix
+    net = max(0.0, mix - failed_share)
+    return RubricResult(criteria=results, score=min(1.0, score), binary=binary,
+                        net_score=min(1.0, net))
 
 
 def score_task(task: Task, outcome: Outcome) -> RubricResult:

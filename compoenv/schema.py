@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterator
 from compoenv._cache import ByIdentity
 from compoenv.schema_check import check_for
 
-__all__ = ["Slot", "compact_schema", "inline_refs", "ref_names", "interface_slots", "key_slots",
+__all__ = ["Slot", "free_text", "names_record", "compact_schema", "inline_refs", "ref_names", "interface_slots", "key_slots",
            "extract", "brief", "validator_for", "is_valid", "REF_DEPTH", "INLINE_BUDGET"]
 
 _DROP = frozenset({"title"})
@@ -246,6 +246,30 @@ def extract(value: Any, path: tuple[str, ...]) -> list[Any]:
                 nxt.append(item[key])
         found = nxt
     return found
+
+
+def free_text(schema: dict[str, Any]) -> bool:
+    """Whether a parameter takes wording its caller chooses (a subject, a body, a note):
+    a plain string of no interface but text, no enum, pattern or format."""
+    if "anyOf" in schema:
+        schema = next((b for b in schema["anyOf"] if b.get("type") != "null"), schema)
+    return (schema.get("type") == "string" and "enum" not in schema
+            and schema.get("x-interface") in (None, "Text", "EmailSubject")
+            and "pattern" not in schema and "format" not in schema)
+
+
+_RECORD_NUMBERS = frozenset({"FlightNumber", "BookingReference", "TrackingNumber"})
+_ID_PARAM = re.compile(r"(^|_)id$")
+
+
+def names_record(param: str, schema: dict[str, Any]) -> bool:
+    """Whether a parameter names a record by its key (an id, a booking reference)."""
+    if "anyOf" in schema:
+        schema = next((b for b in schema["anyOf"] if b.get("type") != "null"), schema)
+    interface = schema.get("x-interface") or ""
+    return schema.get("type") in ("string", None) and (
+        interface.endswith("Id") or interface in _RECORD_NUMBERS
+        or bool(_ID_PARAM.search(param)))
 
 
 def brief(value: Any, limit: int = 80) -> str:

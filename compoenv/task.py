@@ -50,6 +50,12 @@ class StateCriterion(_Criterion):
     match: dict[str, Any] = {}
     exists: bool = True
     changed: bool = False
+    # a created record of its own: criteria of one collection with ``distinct`` each need
+    # another record (the six logged calls of a fan-out are six records, not one)
+    distinct: bool = False
+    # the record still stands at the end: its status is not one that takes it back
+    # (cancelled, deleted, void, ...; ``compoenv.reward.UNDONE``)
+    standing: bool = False
 
 
 class AnswerCriterion(_Criterion):
@@ -62,14 +68,19 @@ class AnswerCriterion(_Criterion):
     value: str
     value_kind: str | None = None
     allowed: int | None = Field(None, ge=1)
+    # the value is one a tool shows (an id, a price): reported only after a tool showed it in
+    # this episode, so a guess passes nothing
+    shown: bool = False
 
 
 class CallCriterion(_Criterion):
-    """A tool was called with (at least) these arguments."""
+    """A tool was called successfully with (at least) these arguments. A required call
+    criterion checks a write's arguments that no record shows."""
 
     kind: Literal["call"] = "call"
     name: str
     arguments: dict[str, Any] = {}
+    distinct: bool = False  # a call of its own: ``distinct`` criteria of a tool need one each
 
 
 class UnchangedCriterion(_Criterion):
@@ -83,7 +94,13 @@ class UnchangedCriterion(_Criterion):
     except_keys: list[str] = []
     allow_new: int = 0
     except_collections: list[str] = []
-    keys: list[str] = []  # when set, only these records are guarded (a decoy left alone)
+    # when set, only these records are guarded (a decoy left alone): they must be unchanged,
+    # and no successful write may name them in its arguments
+    keys: list[str] = []
+    # when set, a successful write of the service may name (by a key parameter) only these
+    # records or ones the episode created: a write the world accepted on another record is
+    # collateral damage even where the state does not show it
+    acts_on: list[str] | None = None
 
 
 class OrderCriterion(_Criterion):
@@ -94,6 +111,9 @@ class OrderCriterion(_Criterion):
     kind: Literal["order"] = "order"
     first: Call
     then: str
+    # with these, ``then`` is the call with (at least) these arguments: the payment a sign-off
+    # is for, not the first payment of the episode
+    then_arguments: dict[str, Any] | None = None
 
 
 Criterion = Annotated[

@@ -20,8 +20,8 @@ def test_generated_tasks_are_verified_multi_service_2_to_4_hops(tasks50):
         assert 2 <= t.hops <= 4 and len(t.services) >= 2 and t.hops == len(t.solution)
         assert t.id == t.content_hash()
         assert replay(t).score == 1.0
-        empty = replay(t, calls=False)
-        assert not any(c.passed for c in empty.criteria if c.required)
+        empty = replay(t, calls=False)  # guards pass on an empty run; the work does not
+        assert not any(c.passed for c in empty.criteria if c.required and c.kind != "unchanged")
 
 
 def test_every_task_needs_a_write_or_a_report(tasks50):

@@ -89,7 +89,21 @@ def test_net_score_counts_failed_guards_against_the_score():
     key = next(iter(s.state("contacts").contacts))
     s.call("contacts__update_phone", {"contact_id": key, "phone": "+1 555-123-4567"})
     r = score_rubric([work, guard], Outcome(s, "yes"))
-    assert r.score == pytest.approx(0.5) and r.net_score == 0.0 and r.binary == 1.0
+    # an optional guard adds nothing to the score; net of it, the damage costs its share
+    assert r.score == pytest.approx(1.0) and r.net_score == 0.0 and r.binary == 1.0
+
+
+def test_a_failed_required_guard_voids_the_episode():
+    s = _session()
+    work = AnswerCriterion(id="a", description="", value="yes", weight=1)
+    guard = UnchangedCriterion(id="u", description="", service="contacts", collection="contacts",
+                               weight=1)
+    key = next(iter(s.state("contacts").contacts))
+    s.call("contacts__update_phone", {"contact_id": key, "phone": "+1 555-123-4567"})
+    r = score_rubric([work, guard], Outcome(s, "yes"))
+    assert r.worked and r.score == 0.0 and r.binary == 0.0 and r.net_score == 0.0
+    clean = score_rubric([work, guard], Outcome(_session(), "yes"))
+    assert clean.score == 1.0 and clean.binary == 1.0
 
 
 def test_a_broken_criterion_fails_itself_not_the_episode():

@@ -242,7 +242,7 @@ class Composer:
             walk_seed=seed,
             date=world.today.isoformat(),
             solution=[Call(name=s.spec.qualified_name, arguments=s.arguments) for s in walk.steps],
-            answer=answers, rubric=build_rubric(walk, session, answers),
+            answer=answers, rubric=build_rubric(walk, session, answers, distractors=distractors),
             capabilities=tags, domain=domains.most_common(1)[0][0], hops=len(walk.steps),
             fingerprint=self.registry.fingerprint(services),
             recorded=self._recorded(simulator),

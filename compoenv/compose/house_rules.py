@@ -252,9 +252,17 @@ def threshold(walker: Any, rng: random.Random) -> Draft | None:
             return None
         draft.added.append(added)
         draft.before[added] = index
-        draft.criteria += _holding(walk, session, added, subject,
-                                   f'has the subject "{subject}"')
-    if not draft.added or len(draft.criteria) != len(draft.added):
+        held = _holding(walk, session, added, subject, f'has the subject "{subject}"')
+        if len(held) != 1:
+            return None
+        payment = {amount.param: amount.value, ref.param: ref.value}
+        draft.criteria += held + [OrderCriterion(
+            id="", first=Call(name=sender.qualified_name,
+                              arguments={"to": approver.email, "subject": subject}),
+            then=spec.qualified_name, then_arguments=payment,
+            description=f"House rule: {approver.name} was asked to sign off "
+                        f'("{subject}") before the {noun(spec)} for {ref.value} went in')]
+    if not draft.added:
         return None
     what = words(groups[tool][0][1].param)
     subject = f"Sign-off: <{label}>" + (f", <the {what}>" if shared else "")
@@ -401,7 +409,7 @@ def never(walker: Any, picks: list[tuple[int, int]], rng: random.Random) -> Draf
     text = (f"The {thing} {key} in {service} also fits, but it is not the one this job is "
             f"about: leave it as it is.")
     guard = UnchangedCriterion(id="", service=service, collection=collection, keys=[key],
-                               required=False, weight=1.0,
+                               weight=1.0,
                                description=f"House rule: the {thing} {key} in {service} (a "
                                            f"decoy) was left alone")
     return Draft("never", text, criteria=[guard])

@@ -100,7 +100,8 @@ def job_task(composer: Any, seed: int, verify: bool, rng: random.Random, world: 
                                 if s not in walk.services]
     answers = [answer_text(b.value) for b in walk.answers]
     owned = [d.criteria for d in walk.house]
-    rubric = build_rubric(walk, session, answers, owned)
+    distractors = composer._distractors(services, rng)
+    rubric = build_rubric(walk, session, answers, owned, distractors)
     order = walk.order or list(range(len(walk.steps)))
     at = {step: i for i, step in enumerate(order)}
     rules = [HouseRule(id=f"r{i}", kind=d.kind, text=d.text, criteria=ids,
@@ -114,7 +115,7 @@ def job_task(composer: Any, seed: int, verify: bool, rng: random.Random, world: 
         "decoy"] * any(d.kind == "never" for d in walk.house)
     task = Task(
         instruction=render_instruction(walk, context),
-        services=services, distractors=composer._distractors(services, rng),
+        services=services, distractors=distractors,
         seed=world.seed, walk_seed=seed, date=world.today.isoformat(),
         solution=[Call(name=walk.steps[i].spec.qualified_name,
                        arguments=walk.steps[i].arguments) for i in order],

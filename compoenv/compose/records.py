@@ -9,7 +9,8 @@ from typing import Any
 from compoenv.schema import Slot
 from compoenv.service import ToolSpec
 
-__all__ = ["Rejected", "Binding", "Step", "Segment", "Walk", "Value", "capabilities"]
+__all__ = ["Rejected", "Binding", "Step", "Segment", "Walk", "Value", "capabilities", "Effects",
+           "effects", "record_keys"]
 
 
 class Rejected(Exception):
@@ -102,6 +103,29 @@ class Walk:
     @property
     def services(self) -> list[str]:
         return list(dict.fromkeys(s.spec.service for s in self.steps))
+
+
+Effects = list[tuple[str, str, str]]  # (collection, key, "created" | "modified" | "deleted")
+
+
+def record_keys(state: Any) -> dict[str, dict[str, Any]]:
+    """A service's records by collection, as ``effects`` compares them after a write."""
+    return {c: dict(records) for c, records in state.collections().items()}
+
+
+def effects(before: dict[str, dict[str, Any]], state: Any) -> Effects:
+    """What one write did to a service's records."""
+    out: Effects = []
+    after = state.collections()
+    for collection in sorted(set(before) | set(after)):
+        old, new = before.get(collection, {}), after.get(collection, {})
+        for key in new:
+            if key not in old:
+                out.append((collection, key, "created"))
+            elif new[key] is not old[key] and new[key] != old[key]:
+                out.append((collection, key, "modified"))
+        out.extend((collection, key, "deleted") for key in old if key not in new)
+    return out
 
 
 @dataclass(frozen=True, slots=True)

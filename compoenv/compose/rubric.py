@@ -12,8 +12,10 @@ from typing import Any
 
 from compoenv.answers import SLACK, kind_of
 from compoenv.compose.records import Walk
-from compoenv.reward import _as_number, normalize_text, record_dict, same_value
-from compoenv.schema import brief
+from compoenv.reward import (
+    STATUS_FIELDS, Shown, _as_number, normalize_text, record_dict, same_value, undone,
+)
+from compoenv.schema import brief, free_text, names_record
 from compoenv.session import Session
 from compoenv.task import (
     AnswerCriterion, CallCriterion, Criterion, StateCriterion, UnchangedCriterion,
@@ -21,7 +23,7 @@ from compoenv.task import (
 from compoenv.world import World
 from compoenv.worldmodel.base import SimState
 
-__all__ = ["build_rubric", "answer_text", "rule_ids"]
+__all__ = ["build_rubric", "answer_text", "rule_ids", "STATUS_FIELDS"]
 
 
 def answer_text(value: Any) -> str:
@@ -37,43 +39,45 @@ def _summary(match: dict[str, Any], limit: int = 4) -> str:
     return ", ".join(shown) + (f" and {more} more field(s)" if more > 0 else "")
 
 
-def _arguments(walk: Walk, service: str, writes_only: bool = False,
-               ) -> tuple[dict[str, list[Any]], list[Any]]:
-    """What the request fixes for ``service``'s records: the values its calls were given
-    (stated or carried), by parameter name, and the defaults of the optional parameters its
-    writes left out (values the request does not fix). With ``writes_only`` (a simulated
-    service), only what its writes were given: a search's "rent" filter does not fix the
-    listing type of the alert a later call creates."""
+
+
+def _step_given(walk: Walk, steps: list[int]) -> dict[str, list[Any]]:
+    """The values the calls ``steps`` were given, by parameter name: whatever the source
+    (stated, carried from any service, fixed by a house rule), the request decides them."""
     given: dict[str, list[Any]] = {}
-    defaults = []
-    for index, step in enumerate(walk.steps):
-        if step.spec.service != service or index in walk.rule_steps:
-            continue  # a house rule's calls are checked by the rule's own criteria
-        if writes_only and step.spec.read_only:
-            continue
-        # a value carried from this service's own simulated answer (the street a booking
-        # was given, passed on to the next booking) was the world model's choice, not the
-        # request's: it fixes no field of the record it came from
-        echoes = {b.param for b in step.bindings if b.source is not None
-                  and walk.steps[b.source].spec.service == service
-                  and walk.steps[b.source].spec.simulated}
-        for param, value in step.arguments.items():
-            if param not in echoes and not _among(value, walk.ruled):
-                given.setdefault(param, []).append(value)
-        if step.spec.read_only:
-            continue
+    for index in steps:
+        for param, value in walk.steps[index].arguments.items():
+            given.setdefault(param, []).append(value)
+    return given
+
+
+def _defaults(walk: Walk, steps: list[int]) -> list[Any]:
+    """The defaults of the optional parameters the calls ``steps`` left out: values the
+    request does not fix."""
+    out = []
+    for index in steps:
+        step = walk.steps[index]
         for param, schema in step.spec.parameters.get("properties", {}).items():
             if param not in step.arguments and "default" in schema:
-                defaults.append(schema["default"])
-    return given, defaults
+                out.append(schema["default"])
+    return out
+
+
+def _writers(walk: Walk, service: str) -> dict[tuple[str, str], list[int]]:
+    """The write steps of ``service`` that touched each record, by (collection, key)."""
+    out: dict[tuple[str, str], list[int]] = {}
+    for index, step in enumerate(walk.steps):
+        if step.spec.service != service or step.spec.read_only:
+            continue
+        for collection, key, _ in walk.effects.get(index, []):
+            out.setdefault((collection, key), []).append(index)
+    return out
 
 
 def _among(value: Any, values: list[Any]) -> bool:
     return any(same_value(v, value) for v in values)
-
-
 class _Given:
-    """The values a service's calls were given, ready to be matched against record fields."""
+    """The values some calls were given, ready to be matched against record fields."""
 
     def __init__(self, given: dict[str, list[Any]]) -> None:
         self.by_param = given
@@ -100,12 +104,14 @@ class _Given:
 
 def _state_criteria(service: str, session: Session, walk: Walk) -> list[Criterion]:
     """Criteria for the records the solution wrote in ``service``: created records must hold
-    the values the request fixes, modified ones their changes, deleted ones be gone; guards
-    around them. Values a tool or the world model chose by itself are not checked."""
+    the values the calls that wrote them were given, as they stand at the end (their status
+    too); modified ones their changes; deleted ones be gone; required guards around them.
+    Values a tool or the world model chose by itself are not checked."""
     before_all = session.initial_state(service).collections()
     simulated = isinstance(session.state(service), SimState)
-    arguments, defaults = _arguments(walk, service, writes_only=simulated)
-    given = _Given(arguments)
+    writers = _writers(walk, service)
+    every = [i for i, s in enumerate(walk.steps) if s.spec.service == service
+             and not (simulated and s.spec.read_only)]
     out: list[Criterion] = []
     touched: list[str] = []
     ruled = {(c, k) for i in walk.rule_steps if walk.steps[i].spec.service == service
@@ -120,15 +126,20 @@ def _state_criteria(service: str, session: Session, walk: Walk) -> list[Criterio
         for key in created:
             if (collection, key) in ruled:
                 continue
-            match = {f: v for f, v in record_dict(after[key]).items()
-                     if v != key and given.fixed(f, v, simulated)}
+            steps = writers.get((collection, key), every)
+            given = _Given(_step_given(walk, steps))
+            record = record_dict(after[key])
+            match = {f: v for f, v in record.items() if v != key and given.fixed(f, v, simulated)}
             out.append(StateCriterion(
-                id="", service=service, collection=collection, match=match,
+                id="", service=service, collection=collection, match=match, distinct=True,
+                standing=not undone(record),
                 description=f"A new {noun} exists in {service}"
                             + (f" with {_summary(match)}" if match else "")))
         for key in modified:
             if (collection, key) in ruled:
                 continue
+            steps = writers.get((collection, key), every)
+            given, defaults = _Given(_step_given(walk, steps)), _defaults(walk, steps)
             old, new = record_dict(before[key]), record_dict(after[key])
             # a typed tool's own effects (a status moved to "cancelled") are the request's
             # doing; a simulated tool's are the world model's choice unless an argument says
@@ -137,7 +148,7 @@ def _state_criteria(service: str, session: Session, walk: Walk) -> list[Criterio
                           or not (simulated or _among(v, defaults)))}
             out.append(StateCriterion(
                 id="", service=service, collection=collection, key=key, match=match,
-                changed=True,
+                changed=True, standing=not undone(new),
                 description=f"{noun.capitalize()} {key} in {service} was changed"
                             + (f" to have {_summary(match)}" if match else "")))
         for key in deleted:
@@ -149,49 +160,118 @@ def _state_criteria(service: str, session: Session, walk: Walk) -> list[Criterio
         touched.append(collection)
         out.append(UnchangedCriterion(
             id="", service=service, collection=collection, except_keys=modified + deleted,
-            allow_new=len(created), required=False, weight=0.5,
+            allow_new=len(created), weight=0.5,
             description=f"No other {collection.replace('_', ' ')} in {service} were changed"))
+    # the records the solution's writes name, and the keys its records point to (a survey's
+    # ticket): a write may name these and no other
+    named = {str(v) for s in walk.steps if s.spec.service == service
+             and not s.spec.read_only for p, v in s.arguments.items()
+             if isinstance(v, str) and names_record(p, s.spec.parameters.get(
+                 "properties", {}).get(p, {}))}
+    final = session.state(service).collections()
+    for index in {i for steps in writers.values() for i in steps}:
+        for collection, key, _ in walk.effects.get(index, []):
+            record = record_dict(final.get(collection, {}).get(key)) if key in final.get(
+                collection, {}) else {}
+            named.update(v for f, v in record.items() if isinstance(v, str)
+                         and names_record(f, {}))
+    acts_on = sorted(named)
     out.append(UnchangedCriterion(
-        id="", service=service, collection="*", except_collections=touched, required=False,
-        weight=0.5, description=f"Nothing else in {service} was changed"))
+        id="", service=service, collection="*", except_collections=touched,
+        weight=0.5, acts_on=acts_on,
+        description=f"Nothing else in {service} was changed"))
     return out
 
 
-def _answer_criteria(answers: list[str], world: World) -> list[Criterion]:
+def _holds(match: dict[str, Any], value: Any) -> bool:
+    for v in match.values():
+        if same_value(value, v) or (isinstance(v, list) and not isinstance(value, list)
+                                    and any(same_value(value, x) for x in v)):
+            return True
+        if isinstance(value, (int, float)) and isinstance(v, (int, float)) \
+                and not isinstance(v, bool) and v < 0 and same_value(value, -v):
+            return True  # an outgoing payment booked as a negative amount
+    return False
+
+
+def _uncovered(walk: Walk, criteria: list[Criterion]) -> list[Criterion]:
+    """A required call criterion for each write whose arguments no state criterion checks:
+    the restaurant a booking is for when the booking record names only the table, the
+    recipient of a sign-off. Every argument of every write is then checked, wherever its
+    value came from."""
+    states: dict[tuple[str, str], list[StateCriterion]] = {}
+    for c in criteria:
+        if isinstance(c, StateCriterion):
+            states.setdefault((c.service, c.collection), []).append(c)
+    out: list[Criterion] = []
+    for index, step in enumerate(walk.steps):
+        if step.spec.read_only:
+            continue
+        records = walk.effects.get(index, [])
+        # the record a write acts on is named by its key, which its own criterion checks
+        matches = [{"": key} for _, key, _ in records] + [
+            c.match for collection, key, _ in records
+            for c in states.get((step.spec.service, collection), [])
+            if c.key is None or c.key == key]
+        props = step.spec.parameters.get("properties", {})
+        # a house rule's own call states only what the rule says (the sign-off's recipient
+        # and subject): its wording is the agent's
+        left = {p: v for p, v in step.arguments.items()
+                if not any(_holds(m, v) for m in matches)
+                and not (index in walk.rule_steps and free_text(props.get(p, {})))}
+        if not left:
+            continue
+        out.append(CallCriterion(
+            id="", name=step.spec.qualified_name, arguments=left, required=True, distinct=True,
+            description=f"Called {step.spec.qualified_name} with {_summary(left)}"))
+    return out
+
+
+def _answer_criteria(answers: list[str], world: World, shown: Shown) -> list[Criterion]:
     """One criterion per value to report; each may stand beside as many other values of its
-    kind as the request asks for, plus the kind's slack (``compoenv.answers``)."""
+    kind as the request asks for, plus the kind's slack (``compoenv.answers``). A value some
+    tool showed must have been shown in the episode that reports it."""
     kinds = [kind_of(value, world) for value in answers]
     return [AnswerCriterion(id="", value=value, value_kind=kind,
                             allowed=kinds.count(kind) + SLACK.get(kind, 0),
+                            shown=shown.has(value),
                             description=f"The final message reports {value}")
             for value, kind in zip(answers, kinds)]
 
 
 def build_rubric(walk: Walk, session: Session, answers: list[str],
-                 owned: list[list[Criterion]] = ()) -> list[Criterion]:  # type: ignore[assignment]
+                 owned: list[list[Criterion]] = (),  # type: ignore[assignment]
+                 distractors: list[str] = ()) -> list[Criterion]:  # type: ignore[assignment]
     """Criteria for a walk executed in ``session`` (whose final state the oracle reaches),
     and the criteria of its house rules (``owned``, one list per rule: their ids are set in
-    place of the given objects' order, see ``rule_ids``)."""
+    place of the given objects' order, see ``rule_ids``). Services the task does not use
+    (``distractors``, and a branch not taken) get a required guard each: writing to them
+    fails the task."""
     criteria: list[Criterion] = []
     for service in walk.services:
         criteria.extend(_state_criteria(service, session, walk))
-    for service in dict.fromkeys(walk.guarded):  # the branch not taken leaves its service be
-        if service not in walk.services:
-            criteria.append(UnchangedCriterion(
-                id="", service=service, collection="*", required=False, weight=0.5,
-                description=f"Nothing in {service} was changed (the other branch was not "
-                            f"taken)"))
-    criteria.extend(_answer_criteria(answers, session.world))
+    untouched = [s for s in dict.fromkeys([*walk.guarded, *distractors])
+                 if s not in walk.services]
+    for service in untouched:
+        why = "the other branch was not taken" if service in walk.guarded else \
+            "the task does not use it"
+        criteria.append(UnchangedCriterion(
+            id="", service=service, collection="*", weight=0.5, acts_on=[],
+            description=f"Nothing in {service} was changed ({why})"))
     for group in owned:
         criteria.extend(group)
+    criteria.extend(_uncovered(walk, criteria))
+    shown = Shown.of(r.result.get("data") for r in session.log if r.result.get("success"))
+    criteria.extend(_answer_criteria(answers, session.world, shown))
     for index, step in enumerate(walk.steps):
         if step.spec.read_only and index not in walk.rule_steps:
             criteria.append(CallCriterion(
                 id="", name=step.spec.qualified_name, arguments=step.arguments, required=False,
                 weight=0.5, description=f"Called {step.spec.qualified_name} with "
                                         f"{_summary(step.arguments)}"))
-    # required criteria first, then guards; ids follow that order
-    criteria.sort(key=lambda c: (not c.required, c.kind != "state"))
+    # required criteria first (the work, then the guards), then credit for the reads; ids
+    # follow that order
+    criteria.sort(key=lambda c: (not c.required, c.kind == "unchanged", c.kind != "state"))
     return [c.model_copy(update={"id": f"c{i}"}) for i, c in enumerate(criteria)]
 
 

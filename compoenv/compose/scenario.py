@@ -15,7 +15,9 @@ import re
 from typing import Any, Callable
 
 from compoenv.compose.motifs import aggregate, fan_out, returns_list
-from compoenv.compose.records import Binding, Rejected, Segment, Step, Value
+from compoenv.compose.records import (
+    Binding, Rejected, Segment, Step, Value, effects, record_keys,
+)
 from compoenv.compose.steps import ranges_in_order, single_result
 from compoenv.compose.values import MISSING, fresh_value
 from compoenv.roles import compatible
@@ -26,29 +28,7 @@ from compoenv.scenarios import Scenario, Stage
 from compoenv.service import ToolSpec
 from compoenv.session import Session
 
-__all__ = ["ScenarioWalker", "run_stages", "Effects"]
-
-Effects = list[tuple[str, str, str]]  # (collection, key, "created" | "modified" | "deleted")
-
-
-def _keys(state: Any) -> dict[str, dict[str, Any]]:
-    return {c: dict(records) for c, records in state.collections().items()}
-
-
-def _diff(before: dict[str, dict[str, Any]], state: Any) -> Effects:
-    """What one write did to a service's records."""
-    out: Effects = []
-    after = state.collections()
-    for collection in sorted(set(before) | set(after)):
-        old, new = before.get(collection, {}), after.get(collection, {})
-        for key in new:
-            if key not in old:
-                out.append((collection, key, "created"))
-            elif new[key] is not old[key] and new[key] != old[key]:
-                out.append((collection, key, "modified"))
-        out.extend((collection, key, "deleted") for key in old if key not in new)
-    return out
-
+__all__ = ["ScenarioWalker", "run_stages"]
 
 class ScenarioWalker(Walker):
     """A walker that stays inside a scenario's services, remembers what each write did, and
@@ -79,7 +59,7 @@ class ScenarioWalker(Walker):
     def rule_step(self, spec: ToolSpec, bindings: list[Binding]) -> int | None:
         """Run a call a house rule adds (a re-check, a sign-off email): kept if it succeeds,
         unsaid in the request, feeding nothing. Returns its step index."""
-        before = None if spec.read_only else _keys(self.session.state(spec.service))
+        before = None if spec.read_only else record_keys(self.session.state(spec.service))
         result = self.session.call(spec.qualified_name, {b.param: b.value for b in bindings})
         if not result.get("success"):
             return None
@@ -87,7 +67,7 @@ class ScenarioWalker(Walker):
         self.walk.steps.append(Step(spec, bindings, result.get("data")))
         self.walk.rule_steps.add(index)
         if before is not None:
-            self.walk.effects[index] = _diff(before, self.session.state(spec.service))
+            self.walk.effects[index] = effects(before, self.session.state(spec.service))
         return index
 
     def _common(self, index: int) -> None:
@@ -106,7 +86,6 @@ class ScenarioWalker(Walker):
     def rollback(self, point: Any) -> None:
         super().rollback(point)
         steps = len(self.walk.steps)
-        self.walk.effects = {i: e for i, e in self.walk.effects.items() if i < steps}
         self.picks = [p for p in self.picks if p[0] < steps]
         self.fanned = [i for i in self.fanned if i < steps]
         if self.naming is not None:
@@ -119,13 +98,9 @@ class ScenarioWalker(Walker):
         naming = self.naming if not spec.read_only else None
         if naming is not None:
             bindings = naming.apply(spec, bindings)
-        before = None if spec.read_only else _keys(self.session.state(spec.service))
         step = super().execute(spec, bindings, need_report, segment, fits)
         if step is not None and isinstance(step.result, list) and len(step.result) > 1:
             self._common(len(self.walk.steps) - 1)
-        if step is not None and before is not None:
-            index = len(self.walk.steps) - 1
-            self.walk.effects[index] = _diff(before, self.session.state(spec.service))
         if naming is not None:
             naming.kept(len(self.walk.steps) - 1) if step is not None else naming.dropped()
         return step

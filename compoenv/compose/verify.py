@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from compoenv.compose.identity import call_problem
-from compoenv.compose.rubric import answer_text
+from compoenv.compose.rubric import STATUS_FIELDS, answer_text
 from compoenv.compose.walk import Rejected, Walk
 from compoenv.registry import Registry, RegistryError
-from compoenv.reward import Outcome, RubricResult, check_criterion, score_rubric
+from compoenv.reward import GUARDS, Outcome, RubricResult, check_criterion, score_rubric
 from compoenv.schema import brief, extract
 from compoenv.session import Session
 from compoenv.service import split_qualified
@@ -69,7 +69,7 @@ def verify_task(task: Task, registry: Registry | None = None) -> None:
     for value in task.answer:  # as a word or number: a tax rate of 3 is not in "2026-04-03"
         if appears(value.casefold(), text):
             raise Rejected("leak", f"answer {value!r} appears in the instruction")
-    if not any(c.required for c in task.rubric):
+    if not any(c.required and c.kind not in GUARDS for c in task.rubric):
         raise Rejected("no_required")
     registry = registry or Registry.default()
     world = World.get(task.seed, task.today())
@@ -93,7 +93,8 @@ def verify_task(task: Task, registry: Registry | None = None) -> None:
                   if not c.passed]
         raise Rejected("oracle_fails", "; ".join(failed[:3]))
     empty = Outcome(_session(task, registry), "", task.instruction)
-    passed = [c.id for c in task.rubric if c.required and check_criterion(c, empty)[0]]
+    passed = [c.id for c in task.rubric if c.required and c.kind not in GUARDS
+              and check_criterion(c, empty)[0]]
     if passed:
         raise Rejected("trivial", f"an empty run passes {passed}")
     for index, variant in explicit:
@@ -144,8 +145,9 @@ def _explicit_optional(task: Task, registry: Registry) -> list[tuple[int, Call]]
     name. A correct agent may be that explicit; the rubric must not mind."""
     stated: dict[str, dict[str, Any]] = {}
     for c in task.rubric:
-        if isinstance(c, StateCriterion):
-            stated.setdefault(c.service, {}).update(c.match)
+        if isinstance(c, StateCriterion):  # a record's status is where it stands, not a value
+            stated.setdefault(c.service, {}).update(  # the request gives its calls
+                {f: v for f, v in c.match.items() if f not in STATUS_FIELDS})
     out = []
     for i, call in enumerate(task.solution):
         service, _ = split_qualified(call.name)

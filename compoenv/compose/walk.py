@@ -8,7 +8,9 @@ from collections import Counter
 from itertools import repeat
 from typing import Any, Callable, Iterator
 
-from compoenv.compose.records import Binding, Rejected, Segment, Step, Walk, Value
+from compoenv.compose.records import (
+    Binding, Rejected, Segment, Step, Value, Walk, effects, record_keys,
+)
 from compoenv.compose.identity import call_problem
 from compoenv.compose.options import Keep, drawn, lists_options, weighted
 from compoenv.compose.steps import (
@@ -123,6 +125,7 @@ class Walker:
         session, steps, available, used = point
         self.session.rollback(session)
         del self.walk.steps[steps:]
+        self.walk.effects = {i: e for i, e in self.walk.effects.items() if i < steps}
         del self.available[available:]
         self.walk.segments = [s for s in self.walk.segments if s.steps[0] < steps]
         self.walk.left_out = {i: k for i, k in self.walk.left_out.items() if i < steps}
@@ -146,6 +149,7 @@ class Walker:
         accepts) and changes what a write should change. Returns the kept step (with its own
         sentence unless ``segment`` is False: a motif phrases it)."""
         state = None if spec.read_only else snapshot(self.session.state(spec.service))
+        before = None if spec.read_only else record_keys(self.session.state(spec.service))
         result = self.session.call(spec.qualified_name, {b.param: b.value for b in bindings})
         if not useful(result) or (fits is not None and not fits(result["data"])):
             self._miss(failure(result), spec)
@@ -162,6 +166,8 @@ class Walker:
             self._miss("not_reportable", spec)
             return None
         self.walk.steps.append(step)
+        if before is not None:  # what the write did, record by record: the rubric checks it
+            self.walk.effects[index] = effects(before, self.session.state(spec.service))
         if segment:
             self.walk.segments.append(Segment([index]))
         self.used.add(spec.qualified_name)
