@@ -38,6 +38,7 @@ from typing import Any, Iterable, Iterator
 
 from compoenv.service import Service, qualified_name
 from compoenv.signature import ToolSignature
+from compoenv.untrusted import clip
 
 __all__ = ["INDEX_NAME", "Library", "LibraryError", "ServiceInfo", "open_library",
            "write_index", "load_service", "services_in", "library_name", "collector_paused",
@@ -315,8 +316,8 @@ def _parse_index(path: Path) -> tuple[_Index | None, str | None]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None, "missing"
-    except (OSError, ValueError) as exc:
-        return None, f"corrupt: {path}: {exc}"
+    except (OSError, ValueError, RecursionError) as exc:  # nested too deep: rebuilt too
+        return None, f"corrupt: {path}: {clip(str(exc) or type(exc).__name__)}"
     try:
         if data["format"] != FORMAT:
             return None, f"corrupt: {path}: format {data['format']!r}, expected {FORMAT}"
