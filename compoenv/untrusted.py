@@ -1,10 +1,18 @@
-"""Reading what someone else wrote: JSON files within size and depth limits, and error texts
-cut to a length that fits a terminal line.
+"""Reading what someone else wrote: JSON files within size and depth limits, error texts cut
+to a length that fits a terminal line, and text shown to a model with its chat template's
+control tokens neutralised.
 
 A spec, index or scenario file may come from anywhere (an importer's corpus, a model, a
 download). ``load_json_file`` refuses one that is too large or nested too deep with one
 line saying so, before the parser (whose recursion would overflow on a 200,000-deep array)
 sees it; ``clip`` keeps a value quoted in an error message short.
+
+``neutralise`` is the one place that keeps a value (an email body, a record's field, a task's
+instruction) from closing a tool response or opening a turn: the first character of every
+special token and tool-call tag of the chat templates and action formats compoenv supports
+becomes a JSON escape (``<`` -> ``\\u003c``, ``[`` -> ``\\u005b``). Inside JSON text (tool
+results, the tool listing) the value decodes back unchanged; in plain text it reads as the
+token did, but no tokenizer turns it into the special token and no parser sees the tag.
 """
 
 from __future__ import annotations
@@ -15,11 +23,36 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["MAX_FILE_BYTES", "MAX_FILE_DEPTH", "MAX_MESSAGE_CHARS", "UntrustedFileError",
-           "clip", "load_json_file", "too_deep"]
+           "clip", "load_json_file", "too_deep", "neutralise", "CONTROL_TAGS"]
 
 MAX_FILE_BYTES = 64 << 20  # a spec, index or scenario file (the largest index: ~40 MB)
 MAX_FILE_DEPTH = 100       # nesting of arrays and objects in such a file
 MAX_MESSAGE_CHARS = 500    # of one error message: a quoted value is cut to fit
+
+# Tags of the action formats compoenv parses and renders (Hermes/Qwen <tool_call> JSON,
+# Qwen3-Coder <function=..><parameter=..>, <tool_response>, <think>, the <tools> listing) and
+# of other templates' tool turns (Gemma's turns, Llama's <|python_tag|> is a bar token below).
+CONTROL_TAGS = ("tool_call", "tool_calls", "tool_response", "tool_result", "tools", "think",
+                "function", "parameter", "start_of_turn", "end_of_turn", "s")
+# Bracket tokens of Mistral's templates.
+_BRACKET_TOKENS = ("INST", "TOOL_CALLS", "TOOL_RESULTS", "AVAILABLE_TOOLS", "SYSTEM_PROMPT",
+                   "TOOL_CONTENT", "THINK")
+_CONTROL = re.compile(
+    r"<(?=\|[^\s|<>]{1,64}\|>)"           # <|im_start|>, <|im_end|>, <|endoftext|> (ChatML,
+                                          # Qwen), <|eot_id|>, <|start_header_id|> (Llama 3)
+    r"|<(?=\uff5c[^\uff5c<>]{1,64}\uff5c>)"  # DeepSeek's full-width bars
+    r"|<(?=/?(?:" + "|".join(CONTROL_TAGS) + r")(?=[\s>=/]))"
+    r"|\[(?=/?(?:" + "|".join(_BRACKET_TOKENS) + r")\])", re.I)
+_ESCAPES = {"<": "\\u003c", "[": "\\u005b"}
+
+
+def neutralise(text: str) -> str:
+    """``text`` with no chat-template control token or tool-call tag left in it (see the
+    module's docstring); idempotent, and unchanged when it holds none."""
+    if "<" not in text and "[" not in text:
+        return text
+    return _CONTROL.sub(lambda m: _ESCAPES[m.group()], text)
+
 
 _JSON_STRING = re.compile(r'"(?:[^"\\]+|\\.)*"?', re.S)
 _NON_BRACKET = re.compile(r"[^\[\]{}]+")

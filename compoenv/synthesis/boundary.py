@@ -10,9 +10,10 @@ sandbox of Flatpak), in namespaces of its own:
   library, plus the job's temp dir read-write. No ``/etc``, ``/home``, ``/root`` (beyond the
   path to Python), no other file of the repository: they do not exist there, so neither
   their contents nor their metadata (``os.stat``) can be read;
-- as root, it runs as the unprivileged user ``nobody`` (65534) with every capability dropped,
-  so the rlimits hold (the kernel exempts root from ``RLIMIT_NPROC``); otherwise, as the
-  calling user in a user namespace of its own;
+- as root, it runs as an unprivileged user id of its own (drawn from ``SANDBOX_UIDS``, an
+  account that does not exist) with every capability dropped, so the rlimits hold (the
+  kernel exempts root from ``RLIMIT_NPROC``) and one job's processes do not count against
+  another's; otherwise, as the calling user in a user namespace of its own;
 - ``--die-with-parent``: when the wall-clock limit kills the job, its whole namespace dies.
 
 The rlimits (address space, CPU, processes, file size, open files) are set by the job itself
@@ -29,9 +30,12 @@ import sys
 from pathlib import Path
 from typing import Iterable
 
-__all__ = ["SandboxUnavailable", "available", "required", "wrap", "prepare", "SANDBOX_UID"]
+__all__ = ["SandboxUnavailable", "available", "required", "wrap", "prepare", "sandbox_user",
+           "namespace_of", "wait_until_empty"]
 
-SANDBOX_UID = 65534  # nobody: the user generated code runs as when compoenv runs as root
+# As root, each sandbox runs as a user of its own from this range (no such account exists):
+# RLIMIT_NPROC counts a user's processes, so one job's fork bomb cannot starve another's.
+SANDBOX_UIDS = range(1 << 20, 1 << 21)
 
 
 class SandboxUnavailable(RuntimeError):
@@ -47,9 +51,21 @@ def _ancestors(path: str) -> list[str]:
     return [str(Path("/", *parts[:i + 1])) for i in range(len(parts))]
 
 
-def wrap(command: list[str], *, writable: str, readable: Iterable[str]) -> list[str]:
+def sandbox_user() -> int | None:
+    """A fresh user id for one sandbox when we are root (None otherwise: it runs as us)."""
+    import secrets
+
+    if os.geteuid() != 0:
+        return None
+    return SANDBOX_UIDS.start + secrets.randbelow(len(SANDBOX_UIDS))
+
+
+def wrap(command: list[str], *, writable: str, readable: Iterable[str], user: int | None,
+         env: dict[str, str] | None = None, info_fd: int | None = None) -> list[str]:
     """``command`` run under bubblewrap: ``writable`` (the job's temp dir) is the one place it
-    may write; ``readable`` (directories) are bound read-only at their own paths.
+    may write; ``readable`` (directories) are bound read-only at their own paths; ``env`` is
+    its whole environment; bubblewrap writes ``{"child-pid": N}`` to ``info_fd`` when given
+    (see ``namespace_of``).
 
     Raises:
         SandboxUnavailable: no ``bwrap`` on PATH.
@@ -58,7 +74,7 @@ def wrap(command: list[str], *, writable: str, readable: Iterable[str]) -> list[
     if bwrap is None:
         raise SandboxUnavailable("bubblewrap (bwrap) is not installed "
                                  "(Debian/Ubuntu: apt-get install bubblewrap)")
-    root = os.geteuid() == 0
+    root = user is not None
     args = [bwrap, "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try", "--die-with-parent", "--new-session",
             "--cap-drop", "ALL"]
@@ -87,18 +103,22 @@ def wrap(command: list[str], *, writable: str, readable: Iterable[str]) -> list[
         args += [mode, path, path]
         made.add(path)
     args += ["--proc", "/proc", "--dev", "/dev", "--clearenv"]
+    for key, value in (env or {}).items():
+        args += ["--setenv", key, value]
+    if info_fd is not None:
+        args += ["--info-fd", str(info_fd)]
     args += ["--"]
     if root:
         setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
-        args += [setpriv, "--reuid", str(SANDBOX_UID), "--regid", str(SANDBOX_UID),
+        args += [setpriv, "--reuid", str(user), "--regid", str(user),
                  "--clear-groups", "--inh-caps=-all", "--"]
     return args + command
 
 
-def prepare(writable: str) -> None:
-    """Give the sandbox's user the job's temp dir (it runs as nobody when we are root)."""
-    if os.geteuid() == 0:
-        os.chown(writable, SANDBOX_UID, SANDBOX_UID)
+def prepare(writable: str, user: int | None) -> None:
+    """Give the sandbox's user (``sandbox_user()``) the job's temp dir."""
+    if user is not None:
+        os.chown(writable, user, user)
 
 
 @functools.lru_cache(maxsize=1)
@@ -113,10 +133,11 @@ def available() -> str:
 
     probe = tempfile.mkdtemp(prefix="compoenv-boundary-")
     try:
-        prepare(probe)
+        user = sandbox_user()
+        prepare(probe, user)
         mark = os.path.join(probe, "ok")
         command = wrap([sys.executable, "-I", "-c", f"open({mark!r}, 'w').close()"],
-                       writable=probe, readable=[sys.prefix, sys.base_prefix])
+                       writable=probe, readable=[sys.prefix, sys.base_prefix], user=user)
         done = subprocess.run(command, cwd="/", capture_output=True, timeout=60,
                               env={"PATH": "/usr/bin:/bin"})
         if done.returncode != 0 or not os.path.exists(mark):
@@ -142,3 +163,51 @@ def required(unsafe: bool) -> bool:
         raise SandboxUnavailable(f"no sandbox for model-written code: {why}; install "
                                  f"bubblewrap, or pass --unsafe to run it without one")
     return not why
+
+
+def namespace_of(info_fd: int, timeout_s: float = 10.0) -> int | None:
+    """The PID namespace (its inode) of the sandbox whose bubblewrap writes to ``info_fd``,
+    or None when it ended before it could be seen. The caller closes ``info_fd`` once the
+    sandbox has ended (bubblewrap may write to it until then)."""
+    import json
+    import select
+    import time
+
+    text, deadline = "", time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([info_fd], [], [], deadline - time.monotonic())
+            chunk = os.read(info_fd, 4096).decode("utf-8", "replace") if ready else ""
+            if not chunk:
+                return None
+            text += chunk
+            try:
+                child = int(json.loads(text)["child-pid"])
+            except ValueError:
+                continue  # not all of it yet
+            return os.stat(f"/proc/{child}/ns/pid").st_ino
+    except (OSError, KeyError, TypeError):
+        return None
+    return None
+
+
+def wait_until_empty(namespace: int | None, timeout_s: float = 5.0) -> None:
+    """Wait until no process of the PID namespace ``namespace`` is left: its init's death
+    has the kernel kill them all, and this returns once they are gone."""
+    import time
+
+    if namespace is None:
+        return
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not any(_in_namespace(entry, namespace) for entry in os.listdir("/proc")
+                   if entry.isdigit()):
+            return
+        time.sleep(0.02)
+
+
+def _in_namespace(pid: str, namespace: int) -> bool:
+    try:
+        return os.stat(f"/proc/{pid}/ns/pid").st_ino == namespace
+    except OSError:
+        return False

@@ -148,7 +148,8 @@ def verify_sandboxed(code: str, filename: str, *, limits: Limits = Limits(),
                   "memory_mb": limits.memory_mb,
                   "cpu_s": int(limits.cpu_s or max(1, round(limits.timeout_s)))}
         if isolated:
-            boundary.prepare(root)
+            config["user"] = boundary.sandbox_user()
+            boundary.prepare(root, config["user"])
         return _run(config, limits, Path(logs), expected)
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -158,14 +159,21 @@ def verify_sandboxed(code: str, filename: str, *, limits: Limits = Limits(),
 def _run(config: dict[str, Any], limits: Limits, logs: Path,
          expected: tuple[list[str], str]) -> SandboxResult:
     started = time.monotonic()
-    argv = command(config)
+    argv, info = command(config), None
     if config["isolated"]:
-        argv = boundary.wrap(argv, writable=config["root"], readable=config["readable"])
+        info = os.pipe()
+        argv = boundary.wrap(argv, writable=config["root"], readable=config["readable"],
+                             user=config.get("user"), env=environment(config["root"]),
+                             info_fd=info[1])
     with open(logs / "stdout", "wb") as out, open(logs / "stderr", "wb") as err:
         process = subprocess.Popen(
             argv, cwd="/" if config["isolated"] else config["root"],
             stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=environment(config["root"]),
-            start_new_session=True)
+            start_new_session=True, pass_fds=(info[1],) if info else ())
+        namespace = None
+        if info:
+            os.close(info[1])
+            namespace = boundary.namespace_of(info[0])
         timed_out = False
         try:
             process.wait(timeout=limits.timeout_s)
@@ -173,6 +181,9 @@ def _run(config: dict[str, Any], limits: Limits, logs: Path,
             timed_out = True
         finally:
             _kill_group(process)
+            boundary.wait_until_empty(namespace)  # nothing of the job runs after this
+            if info:
+                os.close(info[0])
     seconds = time.monotonic() - started
     stderr = _tail(logs / "stderr")
     outcome, contained = _read_stdout(logs / "stdout")
