@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from compoenv.untrusted import too_deep
+
 __all__ = ["MAX_ACTION_CHARS", "MAX_JSON_DEPTH", "MAX_CALLS_PER_ACTION", "MAX_ARGUMENT_CHARS",
            "MAX_RESULT_CHARS", "MAX_NAME_CHARS", "FORMATS", "ToolCall", "CallError",
            "ParsedAction", "parse_action", "render_calls", "to_openai_tool_calls"]
@@ -36,8 +38,6 @@ _OPENAI_EXAMPLE = ('{"id": "call_0", "type": "function", '
 # always succeed, disjoint alternatives, capped repeats), so parsing 1 MB of hostile text
 # stays linear.
 _WS = re.compile(r"\s*")
-_JSON_STRING = re.compile(r'"(?:[^"\\]+|\\.)*"?', re.S)
-_NON_BRACKET = re.compile(r"[^\[\]{}]+")
 _CALLISH = re.compile(r'"(?:name|arguments|parameters|function|tool_calls)"\s*:')
 _NAME_IN_JSON = re.compile(r'"name"\s*:\s*"((?:[^"\\\n]|\\.){1,200})"')
 _NAME_IN_TAG = re.compile(r"<function=([^>\n]{1,200})>")
@@ -530,7 +530,7 @@ def _call_from_obj(obj: Any, index: int, where: str, given_id: str | None,
 def _loads(text: str, where: str) -> tuple[Any, str | None]:
     """Decode JSON, or return an error message; never raises."""
     # The bracket count bounds the depth, so the exact scan runs only on bracket-heavy text.
-    if text.count("{") + text.count("[") > MAX_JSON_DEPTH and _too_deep(text):
+    if too_deep(text, MAX_JSON_DEPTH):
         return None, (f"JSON {where} is nested more than {MAX_JSON_DEPTH} levels deep (the limit, "
                       f"MAX_JSON_DEPTH); got {_quote(text)}; flatten the arguments")
     try:
@@ -543,15 +543,6 @@ def _loads(text: str, where: str) -> tuple[Any, str | None]:
         return None, f"JSON {where} is nested too deeply to parse; flatten the arguments"
     except ValueError as exc:  # NaN/Infinity, integers over the digit limit
         return None, f"invalid JSON {where}: {exc}; got {_quote(text)}"
-
-
-def _too_deep(text: str) -> bool:
-    depth = 0
-    for char in _NON_BRACKET.sub("", _JSON_STRING.sub("", text)):
-        depth += 1 if char in "{[" else -1
-        if depth > MAX_JSON_DEPTH:
-            return True
-    return False
 
 
 def _hint(msg: str) -> str:

@@ -8,8 +8,14 @@ a registry learns what a library holds by reading one file, and builds a service
 it is used. An index that is missing, stale (a file added, removed or changed) or corrupt is
 rebuilt when the library is opened: files that did not change keep their entries.
 
-Files and folders whose names start with ``.`` or ``_`` are not read, nor is ``index.json``;
-every other ``*.json`` file must be a valid spec.
+Files and folders whose names start with ``.`` or ``_`` are not read, nor is ``index.json``
+nor a ``*.provenance.json`` record that ``compoenv synthesize`` writes beside a module; every
+other ``*.json`` file must be a valid spec.
+
+A library's Python modules are code: they are imported (to index them, or to build one of
+their services) only when the caller trusts them: ``trust_code=True``, ``--trust-code`` on the
+command line, or ``COMPOENV_TRUST_CODE=1``. Otherwise a library that holds one is refused with
+an error naming it, before any of its code runs; spec files need no trust.
 """
 
 from __future__ import annotations
@@ -32,11 +38,15 @@ from typing import Any, Iterable, Iterator
 
 from compoenv.service import Service, qualified_name
 from compoenv.signature import ToolSignature
+from compoenv.untrusted import clip
 
 __all__ = ["INDEX_NAME", "Library", "LibraryError", "ServiceInfo", "open_library",
-           "write_index", "load_service", "services_in", "library_name", "collector_paused"]
+           "write_index", "load_service", "services_in", "library_name", "collector_paused",
+           "TRUST_ENV", "code_trusted", "trusting_code", "UntrustedCode"]
 
 INDEX_NAME = "index.json"
+TRUST_ENV = "COMPOENV_TRUST_CODE"
+PROVENANCE_SUFFIX = ".provenance.json"  # compoenv synthesize's record beside its module
 FORMAT = 1
 _Files = dict[str, tuple[int, int]]  # relative path -> (size, modification time in ns)
 
@@ -44,6 +54,10 @@ _Files = dict[str, tuple[int, int]]  # relative path -> (size, modification time
 class LibraryError(ValueError):
     """A library path that cannot be read, or an index that disagrees with its files; the
     message names the file."""
+
+
+class UntrustedCode(LibraryError):
+    """A library's Python module was to be imported, and its code is not trusted."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,12 +143,37 @@ def library_name(folder: Path) -> str:
     return name if name[0].isalpha() else f"lib_{name}"
 
 
-def open_library(path: str | os.PathLike[str]) -> Library:
+def code_trusted(trust_code: bool | None = None) -> bool:
+    """Whether a library's Python modules may be imported: ``trust_code`` when given, else
+    ``COMPOENV_TRUST_CODE`` (``1``, ``true`` or ``yes``)."""
+    if trust_code is not None:
+        return trust_code
+    return os.environ.get(TRUST_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+@contextmanager
+def trusting_code() -> Iterator[None]:
+    """Within this context (and in processes started in it) libraries' Python modules are
+    trusted: what ``--trust-code`` does."""
+    before = os.environ.get(TRUST_ENV)
+    os.environ[TRUST_ENV] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(TRUST_ENV, None)
+        else:
+            os.environ[TRUST_ENV] = before
+
+
+def open_library(path: str | os.PathLike[str], *, trust_code: bool | None = None) -> Library:
     """The library at ``path``: a folder (its index read, or rebuilt and written when missing,
-    stale or corrupt) or a single spec or module file (parsed; it has no index).
+    stale or corrupt) or a single spec or module file (parsed; it has no index). Its Python
+    modules are imported only when ``code_trusted(trust_code)``.
 
     Raises:
-        LibraryError: ``path`` does not exist or is neither a folder nor a .json/.py file.
+        LibraryError: ``path`` does not exist or is neither a folder nor a .json/.py file, or
+            it holds Python modules and their code is not trusted.
         SpecError: a spec file of the library is not valid (the message names it).
     """
     path = Path(path).expanduser()
@@ -143,13 +182,14 @@ def open_library(path: str | os.PathLike[str]) -> Library:
             raise LibraryError(f"{path}: a library is a folder, a spec (.json) or a Python "
                                f"module (.py)")
         root = path.parent
-        return Library(root, library_name(root), tuple(_parse(root, path.name)))
+        return Library(root, library_name(root),
+                       tuple(_parse(root, path.name, code_trusted(trust_code))))
     if not path.is_dir():
         raise LibraryError(f"{path}: no such library folder or file")
-    return _open(path, must_write=False)
+    return _open(path, must_write=False, trusted=code_trusted(trust_code))
 
 
-def write_index(folder: str | os.PathLike[str]) -> Path:
+def write_index(folder: str | os.PathLike[str], *, trust_code: bool | None = None) -> Path:
     """Write (or bring up to date) ``index.json`` of the library ``folder``; entries of files
     that did not change since the last index are kept. Returns the index's path.
 
@@ -161,19 +201,22 @@ def write_index(folder: str | os.PathLike[str]) -> Path:
     folder = Path(folder).expanduser()
     if not folder.is_dir():
         raise LibraryError(f"{folder}: not a folder; a library index lives in a folder")
-    _open(folder, must_write=True)
+    _open(folder, must_write=True, trusted=code_trusted(trust_code))
     return folder / INDEX_NAME
 
 
-def _open(folder: Path, must_write: bool) -> Library:
+def _open(folder: Path, must_write: bool, trusted: bool) -> Library:
     """The library of ``folder`` from its index, brought up to date first if need be."""
     files = _scan(folder)
+    modules = [rel for rel in files if rel.endswith(".py")]
+    if modules and not trusted:
+        raise UntrustedCode(_untrusted(folder, modules))
     old, problem = _read_index(folder)
     if old is not None and problem is None:
         problem = _difference(old[0], files)
         if problem is None:
             return Library(folder, library_name(folder), old[1])
-    services = _build(folder, files, old)
+    services = _build(folder, files, old, trusted)
     try:
         _write(folder, files, services)
     except OSError as exc:  # a read-only library is still usable, only slower to open
@@ -184,7 +227,8 @@ def _open(folder: Path, must_write: bool) -> Library:
 
 
 def load_service(root: Path, info: ServiceInfo, name: str | None = None,
-                 related: Iterable[str] | None = None) -> type[Service]:
+                 related: Iterable[str] | None = None, *, trust_code: bool | None = None
+                 ) -> type[Service]:
     """Build the service ``info`` describes from its file in the library at ``root``, as
     ``name`` with neighbours ``related`` (default: as the file declares them).
 
@@ -207,7 +251,8 @@ def load_service(root: Path, info: ServiceInfo, name: str | None = None,
         spec = {**spec, "name": name, "related": list(related),
                 "api": spec.get("api") or info.name}
         return service_from_spec(spec, SimulatedService)
-    found = [c for c in services_in(_import(path)) if c.name == info.name]
+    found = [c for c in services_in(_import(path, code_trusted(trust_code)))
+             if c.name == info.name]
     if not found:
         raise LibraryError(stale)
     cls = found[0]
@@ -231,7 +276,8 @@ def _scan(root: Path) -> _Files:
     for folder, dirs, names in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
         for name in names:
-            if name.startswith((".", "_")) or not name.endswith((".json", ".py")):
+            if (name.startswith((".", "_")) or not name.endswith((".json", ".py"))
+                    or name.endswith(PROVENANCE_SUFFIX)):
                 continue
             path = Path(folder, name)
             rel = path.relative_to(root).as_posix()
@@ -270,8 +316,8 @@ def _parse_index(path: Path) -> tuple[_Index | None, str | None]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None, "missing"
-    except (OSError, ValueError) as exc:
-        return None, f"corrupt: {path}: {exc}"
+    except (OSError, ValueError, RecursionError) as exc:  # nested too deep: rebuilt too
+        return None, f"corrupt: {path}: {clip(str(exc) or type(exc).__name__)}"
     try:
         if data["format"] != FORMAT:
             return None, f"corrupt: {path}: format {data['format']!r}, expected {FORMAT}"
@@ -296,7 +342,8 @@ def _difference(indexed: _Files, files: _Files) -> str | None:
     return "stale: " + ", ".join(f"{n} {what}" for n, what in counts if n)
 
 
-def _build(root: Path, files: _Files, old: _Index | None) -> tuple[ServiceInfo, ...]:
+def _build(root: Path, files: _Files, old: _Index | None,
+           trusted: bool) -> tuple[ServiceInfo, ...]:
     """Every service of ``files``: entries of an earlier index kept where a file is unchanged,
     the other files parsed."""
     kept: dict[str, list[ServiceInfo]] = {}
@@ -308,7 +355,7 @@ def _build(root: Path, files: _Files, old: _Index | None) -> tuple[ServiceInfo, 
     else:
         unchanged = set()
     with collector_paused():
-        parsed = _parse_all(root, [rel for rel in files if rel not in unchanged])
+        parsed = _parse_all(root, [rel for rel in files if rel not in unchanged], trusted)
     return tuple(info for rel in files
                  for info in (kept.get(rel, []) if rel in unchanged else parsed[rel]))
 
@@ -317,7 +364,7 @@ _PARALLEL = 64  # files to parse from which worker processes share the work
 _CHUNK = 16     # files a worker parses per task
 
 
-def _parse_all(root: Path, rels: list[str]) -> dict[str, list[ServiceInfo]]:
+def _parse_all(root: Path, rels: list[str], trusted: bool) -> dict[str, list[ServiceInfo]]:
     """The services of each file, parsed by worker processes when there are many (a corpus
     of 2,000 specs), here otherwise."""
     cpus = os.cpu_count() or 1
@@ -327,23 +374,26 @@ def _parse_all(root: Path, rels: list[str]) -> dict[str, list[ServiceInfo]]:
     if (len(rels) < _PARALLEL or cpus < 2 or sys.platform == "darwin"
             or "fork" not in multiprocessing.get_all_start_methods()
             or threading.active_count() > 1 or multiprocessing.current_process().daemon):
-        return {rel: _parse(root, rel) for rel in rels}
+        return {rel: _parse(root, rel, trusted) for rel in rels}
     chunks = [rels[i:i + _CHUNK] for i in range(0, len(rels), _CHUNK)]
     with ProcessPoolExecutor(min(cpus, len(chunks)),
                              mp_context=multiprocessing.get_context("fork")) as pool:
-        return {rel: infos for part in pool.map(_parse_chunk, [root] * len(chunks), chunks)
+        return {rel: infos for part in pool.map(_parse_chunk, [root] * len(chunks), chunks,
+                                                [trusted] * len(chunks))
                 for rel, infos in part}
 
 
-def _parse_chunk(root: Path, rels: list[str]) -> list[tuple[str, list[ServiceInfo]]]:
-    return [(rel, _parse(root, rel)) for rel in rels]
+def _parse_chunk(root: Path, rels: list[str], trusted: bool
+                 ) -> list[tuple[str, list[ServiceInfo]]]:
+    return [(rel, _parse(root, rel, trusted)) for rel in rels]
 
 
-def _parse(root: Path, rel: str) -> list[ServiceInfo]:
+def _parse(root: Path, rel: str, trusted: bool) -> list[ServiceInfo]:
     """The services one file declares (a spec: one; a module: those it defines)."""
     path = root / rel
     if path.suffix == ".py":
-        return [ServiceInfo.of(cls, "python", rel) for cls in services_in(_import(path))]
+        return [ServiceInfo.of(cls, "python", rel) for cls in services_in(_import(path,
+                                                                                  trusted))]
     from compoenv.worldmodel.spec import SpecError, load_spec, spec_signatures
 
     spec = load_spec(path, strict=False)
@@ -367,9 +417,18 @@ def _write(root: Path, files: _Files, services: tuple[ServiceInfo, ...]) -> Path
     return path
 
 
-def _import(path: Path) -> ModuleType:
+def _untrusted(where: Path, modules: list[str]) -> str:
+    shown = ", ".join(modules[:3]) + (f" and {len(modules) - 3} more" if len(modules) > 3
+                                      else "")
+    return (f"{where}: holds Python modules ({shown}), and importing a module runs its code; "
+            f"pass --trust-code (or set {TRUST_ENV}=1) to load them")
+
+
+def _import(path: Path, trusted: bool) -> ModuleType:
     """The module of a library's Python file, imported once per process under a name of its
-    own (two libraries may both hold a ``tools.py``)."""
+    own (two libraries may both hold a ``tools.py``), when its code is trusted."""
+    if not trusted:
+        raise UntrustedCode(_untrusted(path.parent, [path.name]))
     resolved = path.resolve()
     digest = hashlib.sha1(str(resolved).encode()).hexdigest()[:10]
     name = f"compoenv_library_{re.sub(r'[^A-Za-z0-9_]', '_', path.stem)}_{digest}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
+from compoenv.untrusted import neutralise
 from compoenv.world import World
 
 __all__ = ["system_prompt", "tools_block", "reset_observation"]
@@ -36,7 +37,8 @@ def system_prompt(world: World, mode: str = "direct") -> str:
 
 def tools_block(tools: Sequence[dict[str, Any]]) -> str:
     """The tool listing in the Hermes/Qwen convention that tool-calling models are trained on."""
-    listing = "\n".join(json.dumps(t, separators=(",", ":")) for t in tools)
+    # a description from a spec cannot close the listing or open a turn
+    listing = neutralise("\n".join(json.dumps(t, separators=(",", ":")) for t in tools))
     return (
         "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
         "You are provided with function signatures within <tools></tools> XML tags:\n"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import importlib
 import os
 import pkgutil
@@ -113,17 +115,19 @@ class Registry:
         self._recipe = None
         return cls
 
-    def add_library(self, path: PathLike) -> Library:
+    def add_library(self, path: PathLike, *, trust_code: bool | None = None) -> Library:
         """Add the services of a library (a folder, or one spec or module file). A service
         whose name is taken is added as ``<library>.<name>`` (see ``docs/libraries.md``), and
-        listed in ``renamed``; its library's other services follow it in ``related``.
+        listed in ``renamed``; its library's other services follow it in ``related``. Its
+        Python modules are imported only when ``trust_code`` (default:
+        ``COMPOENV_TRUST_CODE``) says so.
 
         Raises:
-            LibraryError: no library at ``path``.
+            LibraryError: no library at ``path``, or Python modules in it not trusted.
             SpecError: a spec file of the library is not valid.
             RegistryError: a taken name cannot be namespaced within the length limit.
         """
-        library = open_library(path)
+        library = open_library(path, trust_code=trust_code)
         own: dict[str, str] = {}  # this library's names -> the registry's names for them
         added: list[tuple[str, ServiceInfo]] = []
         pending: set[str] = set()
@@ -169,7 +173,9 @@ class Registry:
         with self._lock:
             if name not in self._classes:
                 root, info = self._files[name]
-                self._classes[name] = load_service(root, info, name, self._infos[name].related)
+                # its library was opened, so its modules (if any) were trusted then
+                self._classes[name] = load_service(root, info, name, self._infos[name].related,
+                                                   trust_code=True)
             return self._classes[name]
 
     def loaded(self, name: str) -> bool:
@@ -258,18 +264,21 @@ class Registry:
         return self._recipe or (Registry, (list(self),))
 
     @classmethod
-    def from_paths(cls, *paths: PathLike) -> Registry:
+    def from_paths(cls, *paths: PathLike, trust_code: bool | None = None) -> Registry:
         """The services of these libraries, in order (a later one's taken names namespaced).
 
         Args:
             paths: Library folders (spec JSON files at any depth and Python service modules,
                 described by ``index.json``, written when missing or stale) or single spec or
                 module files.
+            trust_code: Whether their Python modules may be imported (default:
+                ``COMPOENV_TRUST_CODE``); a library with modules is refused without it.
         """
         registry = cls()
         for path in paths:
-            registry.add_library(path)
-        registry._recipe = (Registry.from_paths, tuple(str(p) for p in paths))
+            registry.add_library(path, trust_code=trust_code)
+        registry._recipe = (functools.partial(Registry.from_paths, trust_code=trust_code),
+                            tuple(str(p) for p in paths))
         return registry
 
     @classmethod

@@ -21,7 +21,6 @@ its tools, fed by what earlier stages found. See docs/scenarios.md.
 
 from __future__ import annotations
 
-import json
 import threading
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -181,12 +180,14 @@ class Scenario(_Model):
 
 
 def _read(path: Path) -> list[Scenario]:
+    from compoenv.untrusted import UntrustedFileError, load_json_file
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
+        data = load_json_file(path)
+    except OSError as exc:
         raise ScenarioError(f"{path}: cannot read: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise ScenarioError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    except UntrustedFileError as exc:
+        raise ScenarioError(str(exc)) from None
     items = data.get("scenarios") if isinstance(data, dict) and "scenarios" in data else [data]
     if not isinstance(items, list):
         raise ScenarioError(f"{path}: 'scenarios' must be a list of scenario objects")

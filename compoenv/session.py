@@ -8,6 +8,7 @@ from typing import Any, Iterable, NamedTuple
 
 from compoenv.registry import Registry
 from compoenv.service import Service, State, ToolResult, ToolSpec, did_you_mean, error
+from compoenv.untrusted import neutralise
 from compoenv.world import World
 
 __all__ = ["Session", "Mount", "CallRecord", "render_result"]
@@ -21,11 +22,21 @@ class CallRecord(NamedTuple):
     result: ToolResult
 
 
-_RENDER = json.JSONEncoder(separators=(", ", ": "))
+class _Render(json.JSONEncoder):
+    """ASCII JSON in which no value holds a chat template's control token or a tool-call tag
+    (``compoenv.untrusted.neutralise``: a value decodes back unchanged, but cannot close the
+    ``<tool_response>`` it is shown in or open a turn)."""
+
+    def encode(self, o: Any) -> str:
+        return neutralise(super().encode(o))
+
+
+_RENDER = _Render(separators=(", ", ": "))
 
 
 def render_result(result: ToolResult, limit: int | None = None) -> str:
-    """The envelope as the agent reads it: compact, ASCII-only JSON.
+    """The envelope as the agent reads it: compact, ASCII-only JSON, control tokens of chat
+    templates escaped (``compoenv.untrusted.neutralise``).
 
     Args:
         result: The envelope.

@@ -177,6 +177,14 @@ class Task(_Model):
     difficulty: float | None = Field(None, ge=0, le=1)
     rules: list[HouseRule] = []
 
+    @field_validator("instruction")
+    @classmethod
+    def _neutral_instruction(cls, value: str) -> str:
+        """No chat-template control token or tool-call tag in a request shown to a model."""
+        from compoenv.untrusted import neutralise
+
+        return neutralise(value)
+
     @field_validator("date")
     @classmethod
     def _iso_date(cls, value: str) -> str:

@@ -23,7 +23,8 @@ from compoenv.agents import OracleAgent
 from compoenv.cli import main
 from compoenv.compose import Composer, ComposerConfig
 from compoenv.env import CompoWorldEnv
-from compoenv.library import INDEX_NAME, LibraryError, open_library, write_index
+from compoenv.library import (INDEX_NAME, TRUST_ENV, LibraryError, UntrustedCode,
+                              open_library, write_index)
 from compoenv.registry import LIBRARY_ENV, Registry, RegistryError
 from compoenv.service import MAX_QUALIFIED_NAME, qualified_name, split_qualified
 from compoenv.signature import ToolSignature
@@ -92,7 +93,10 @@ def lib(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def fresh_default() -> Any:
+def fresh_default(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A fresh default registry, and the Python modules of these tests' libraries trusted
+    (the tests of untrusted code take the trust away)."""
+    monkeypatch.setenv(TRUST_ENV, "1")
     registry_module._DEFAULT.clear()
     yield
     registry_module._DEFAULT.clear()
@@ -148,7 +152,7 @@ def test_a_stale_index_is_rebuilt_parsing_only_what_changed(lib: Path, monkeypat
     parsed: list[str] = []
     real = library_module._parse
     monkeypatch.setattr(library_module, "_parse",
-                        lambda root, rel: parsed.append(rel) or real(root, rel))
+                        lambda root, rel, *trust: parsed.append(rel) or real(root, rel, *trust))
     (lib / "issues.json").write_text(json.dumps({**ISSUES, "tools": [OPEN_ISSUE, {
         **OPEN_ISSUE, "name": "close_issue", "description": "Close an issue."}]}))
     (lib / "github" / "repos.json").unlink()
@@ -424,3 +428,51 @@ def test_a_task_set_stays_playable_with_the_same_libraries(lib: Path, tmp_path: 
     result = CliRunner().invoke(main, ["demo", "--tasks", str(path), "--library", str(other)])
     assert result.exit_code == 1  # the first service the tasks need and the library lacks:
     assert re.search(r"Unknown .*'other\.acme\.(contacts|mail)'", result.output), result.output
+
+
+# -- Python modules are code: imported only when trusted ------------------------------------
+
+DORMANT = '''from pathlib import Path
+Path(__file__).with_name("ran.txt").write_text("the module ran")
+'''
+
+
+def test_an_untrusted_library_with_modules_is_refused_before_any_code_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(TRUST_ENV)
+    root = make_library(tmp_path / "acme", modules={"people.py": PEOPLE, "dormant.py": DORMANT})
+    with pytest.raises(UntrustedCode, match="holds Python modules .*--trust-code"):
+        Registry.from_paths(root)
+    with pytest.raises(UntrustedCode):
+        open_library(root / "dormant.py")
+    result = CliRunner().invoke(main, ["services", "--library", str(root)])
+    assert result.exit_code == 1 and "--trust-code" in result.output, result.output
+    assert "Traceback" not in result.output
+    result = CliRunner().invoke(main, ["library", "index", str(root)])
+    assert result.exit_code == 1 and "--trust-code" in result.output, result.output
+    assert not (root / "ran.txt").exists() and not (root / INDEX_NAME).exists()
+    # a library of specs alone needs no trust
+    specs = make_library(tmp_path / "specs", modules={})
+    assert Registry.from_paths(specs).names() == ["github.issues", "github.repos"]
+
+
+def test_trusted_code_loads_by_flag_argument_or_environment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(TRUST_ENV)
+    root = make_library(tmp_path / "acme")
+    assert Registry.from_paths(root, trust_code=True).names() == NAMES
+    for args in (["services", "--trust-code", "--library", str(root), "--json"],
+                 ["services", "--library", str(root), "--trust-code", "--json"]):
+        registry_module._DEFAULT.clear()
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 0, result.output
+        assert {"acme.contacts", "acme.mail"} <= {s["name"] for s in json.loads(result.output)}
+    assert TRUST_ENV not in os.environ  # the trust ends with the command
+    result = CliRunner().invoke(main, ["library", "index", "--trust-code", str(root)])
+    assert result.exit_code == 0 and "4 services" in result.output, result.output
+
+
+def test_a_synthesized_modules_provenance_record_is_not_read_as_a_spec(lib: Path) -> None:
+    (lib / "people.provenance.json").write_text(json.dumps(
+        {"service": "acme.contacts", "model": "coder", "rounds": 1, "accepted": True}))
+    assert Registry.from_paths(lib).names() == NAMES

@@ -16,8 +16,11 @@ from click.testing import CliRunner
 from compoenv.cli import main
 from compoenv.llm import ChatClient, EndpointConfig
 from compoenv.synthesis import Limits, extract_code, synthesize, verify_sandboxed, write_accepted
+from compoenv.synthesis import boundary
 
 FIXTURES = Path(__file__).parent / "fixtures" / "synthesis"
+_WHY_NOT = boundary.available()
+pytestmark = pytest.mark.skipif(bool(_WHY_NOT), reason=f"no OS sandbox here: {_WHY_NOT}")
 SPEC = FIXTURES / "book_club.json"
 ESCAPE = Path("/tmp/compoenv_synthesis_escape.txt")  # what the hostile modules try to create
 FAST = ("conventions", "reads", "writes", "fuzz")  # checks quick enough for a loop test

@@ -143,7 +143,9 @@ def resolve(target: Any, registry: Registry | None = None,
             try:
                 data = load_spec(path, strict=False)
             except (OSError, SpecError, json.JSONDecodeError) as exc:
-                raise TargetError(f"{path}: {exc}") from None
+                text = str(exc)  # a SpecError names its file already
+                raise TargetError(text if text.startswith(f"{path}:") else f"{path}: {text}"
+                                  ) from None
             spec_tools, origin = spec_tools or _spec_tools(path), origin or str(path)
             implemented = data["name"] in base and not issubclass(
                 base.get(data["name"]), SimulatedService)

@@ -45,6 +45,11 @@ def output_option(help: str, required: bool = True) -> Callable[[Any], Any]:
 def library_option(func: Callable[..., Any]) -> Callable[..., Any]:
     """``--library DIR`` (repeatable): the services of these libraries join the built-in ones
     for the command (and the processes it starts), as with ``COMPOENV_LIBRARY``."""
+    func = click.option(
+        "--trust-code", is_flag=True, expose_value=False, is_eager=True, callback=_trust_code,
+        help="Import the Python modules of the --library folders (that runs their code); "
+             "without it a library that holds one is refused. Also: COMPOENV_TRUST_CODE=1.")(
+        func)
     return click.option(
         "--library", "libraries", multiple=True, expose_value=False, is_eager=True,
         type=click.Path(exists=True, path_type=Path), callback=_use_libraries,
@@ -53,11 +58,20 @@ def library_option(func: Callable[..., Any]) -> Callable[..., Any]:
              "COMPOENV_LIBRARY=DIR[:DIR...].")(func)
 
 
+def _trust_code(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+    """Trust the libraries' Python modules until the command ends."""
+    from compoenv.library import trusting_code
+
+    if value:
+        ctx.with_resource(trusting_code())
+    return value
+
+
 def _use_libraries(ctx: click.Context, param: click.Parameter,
                    paths: tuple[Path, ...]) -> tuple[Path, ...]:
     """Select the libraries until the command ends, and open them now: a library that cannot
     be read is a usage error naming it, before any work starts."""
-    from compoenv.library import LibraryError
+    from compoenv.library import LibraryError, UntrustedCode
     from compoenv.registry import Registry, RegistryError, using_libraries
     from compoenv.worldmodel.spec import SpecError
 
@@ -65,6 +79,8 @@ def _use_libraries(ctx: click.Context, param: click.Parameter,
         return paths
     try:
         Registry.default(paths)  # the registry the command will get, opened and kept
+    except UntrustedCode:
+        pass  # --trust-code may follow on the command line; else the command says so
     except (LibraryError, SpecError, RegistryError) as exc:
         raise click.BadParameter(str(exc.args[0] if exc.args else exc),
                                  ctx, param) from None

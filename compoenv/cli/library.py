@@ -106,15 +106,20 @@ def library() -> None:
 @library.command("index")
 @click.argument("folders", nargs=-1, required=True,
                 type=click.Path(exists=True, file_okay=False, path_type=Path))
-def index(folders: tuple[Path, ...]) -> None:
+@click.option("--trust-code", is_flag=True, default=None,
+              help="Import the folders' Python modules to index them (that runs their code); "
+                   "without it a folder that holds one is refused. Also: "
+                   "COMPOENV_TRUST_CODE=1.")
+def index(folders: tuple[Path, ...], trust_code: bool | None) -> None:
     """Write (or bring up to date) the index.json of each library folder in FOLDERS."""
     from compoenv.library import open_library, write_index
 
+    trust = True if trust_code else None  # else: COMPOENV_TRUST_CODE decides
     for folder in folders:
         start = time.perf_counter()
-        path = write_index(folder)
+        path = write_index(folder, trust_code=trust)
         seconds = time.perf_counter() - start
-        opened = open_library(folder)  # the index just written: read, not rebuilt
+        opened = open_library(folder, trust_code=trust)  # the index just written: read
         tools = sum(len(s.tools) for s in opened.services)
         click.echo(f"{path}: {len(opened.services)} services, {tools} tools ({seconds:.2f} s)")
 

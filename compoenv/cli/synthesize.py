@@ -50,17 +50,22 @@ class _UsageError(click.ClickException):
               help="Run only this verify check (repeat); default: all.")
 @click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True,
               help="The environment variable holding the endpoint's key (none: no key).")
+@click.option("--unsafe", is_flag=True,
+              help="Where no operating-system sandbox can be made (bubblewrap missing or "
+                   "failing), run the model's code anyway, behind the in-process jail only. "
+                   "Without it, synthesize refuses.")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON on stdout.")
 def synthesize_command(spec: Path, base_url: str, model: str, rounds: int, out: Path,
                        timeout_s: float, memory_mb: int, request_timeout: float,
                        max_tokens: int, temperature: float, checks: tuple[str, ...],
-                       api_key_env: str, as_json: bool) -> None:
+                       api_key_env: str, unsafe: bool, as_json: bool) -> None:
     """Have a coding model implement the spec SPEC as a compoenv service, verify every reply
     in a sandbox (no network, no files outside a temp dir, time and memory limits), feed the
     failures back, and write the first module that passes to OUT with its provenance."""
     from compoenv.checks import TargetError, check_names
     from compoenv.llm import ChatClient, EndpointConfig
-    from compoenv.synthesis import Limits, SynthesisError, synthesize, write_accepted
+    from compoenv.synthesis import (Limits, SandboxUnavailable, SynthesisError, synthesize,
+                                    write_accepted)
     from compoenv.synthesis.provenance import provenance
     from compoenv.worldmodel.spec import SpecError, load_spec
 
@@ -76,8 +81,9 @@ def synthesize_command(spec: Path, base_url: str, model: str, rounds: int, out: 
     client = ChatClient(config)
     try:
         result = synthesize(spec, client, rounds=rounds, checks=chosen,
-                            limits=Limits(timeout_s=timeout_s, memory_mb=memory_mb))
-    except SynthesisError as exc:
+                            limits=Limits(timeout_s=timeout_s, memory_mb=memory_mb,
+                                          unsafe=unsafe))
+    except (SynthesisError, SandboxUnavailable) as exc:
         raise click.ClickException(str(exc)) from None
     finally:
         client.close()

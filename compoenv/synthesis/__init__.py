@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from compoenv.synthesis.loop import Round, Synthesis, SynthesisError, extract_code, synthesize
 from compoenv.synthesis.provenance import provenance, write_accepted
-from compoenv.synthesis.sandbox import Limits, SandboxResult, verify_sandboxed
+from compoenv.synthesis.sandbox import Limits, SandboxResult, SandboxUnavailable, verify_sandboxed
 
 __all__ = ["synthesize", "Synthesis", "Round", "SynthesisError", "extract_code",
-           "write_accepted", "provenance", "Limits", "SandboxResult", "verify_sandboxed"]
+           "write_accepted", "provenance", "Limits", "SandboxResult", "SandboxUnavailable",
+           "verify_sandboxed"]

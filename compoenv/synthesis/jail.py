@@ -35,12 +35,13 @@ import subprocess
 import sys
 from typing import Any
 
-__all__ = ["MARKER", "VIOLATION", "JAIL_MODULE", "environment", "main"]
+__all__ = ["MARKER", "VIOLATION", "JAIL_MODULE", "environment", "main", "command"]
 
 MARKER = "compoenv-jail-result:"
 VIOLATION = "compoenv-jail-denied:"
 JAIL_MODULE = "compoenv.synthesis.jail"
 MAX_SPAWNS = 4  # verification's helpers (the seeding check starts two)
+MAX_PROCESSES = 64  # RLIMIT_NPROC of the sandbox's user (threads count too)
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 _PROCESS_EVENTS = frozenset({"os.system", "os.fork", "os.forkpty", "os.kill", "os.killpg",
                              "pty.spawn", "signal.pthread_kill", "os.setuid", "os.setgid"})
@@ -61,7 +62,7 @@ class _Jail:
         self.depth = depth
         self.spawns = 0
         self.report: Any = None  # the stream the parent reads (set by main)
-        self.prefix = [sys.executable, "-I", "-m", JAIL_MODULE]
+        self.prefix: list[str] = []  # how verification's helpers start (set by main)
 
     def _inside(self, path: Any, roots: list[str]) -> bool:
         if isinstance(path, int):
@@ -117,11 +118,15 @@ class _Jail:
                 self.deny(f"tried to list {args[0]}")
 
 
-def _limit(memory_mb: int, cpu_s: int) -> None:
+def _limit(memory_mb: int, cpu_s: int, isolated: bool) -> None:
+    """The rlimits of this process and its children; the process count only under the
+    boundary, where it counts the sandbox's own user (outside, it would count the caller's
+    every process)."""
     for kind, value in ((resource.RLIMIT_AS, memory_mb * 1024 * 1024),
                         (resource.RLIMIT_CPU, cpu_s),
                         (resource.RLIMIT_FSIZE, 64 * 1024 * 1024),
-                        (resource.RLIMIT_NOFILE, 256), (resource.RLIMIT_CORE, 0)):
+                        (resource.RLIMIT_NOFILE, 256), (resource.RLIMIT_CORE, 0),
+                        *([(resource.RLIMIT_NPROC, MAX_PROCESSES)] if isolated else [])):
         soft, hard = resource.getrlimit(kind)
         cap = value if hard == resource.RLIM_INFINITY else min(value, hard)
         resource.setrlimit(kind, (cap, cap if kind != resource.RLIMIT_CPU else hard))
@@ -135,14 +140,22 @@ class _JailedPopen(subprocess.Popen):  # type: ignore[type-arg]
     config: dict[str, Any] = {}
 
     def __init__(self, args: Any, *rest: Any, **kwargs: Any) -> None:
-        command = list(args) if isinstance(args, (list, tuple)) else None
-        if (command and len(command) >= 3 and command[0] == sys.executable
-                and command[1] == "-m" and str(command[2]).startswith("compoenv.checks.")):
+        given = list(args) if isinstance(args, (list, tuple)) else None
+        if (given and len(given) >= 3 and given[0] == sys.executable
+                and given[1] == "-m" and str(given[2]).startswith("compoenv.checks.")):
             child = {**self.config, "depth": self.config["depth"] + 1,
-                     "module": str(command[2]), "argv": [str(a) for a in command[3:]]}
-            args = [sys.executable, "-I", "-m", JAIL_MODULE, json.dumps(child)]
+                     "module": str(given[2]), "argv": [str(a) for a in given[3:]]}
+            args = command(child)
             kwargs["env"] = environment(self.config["root"])
         super().__init__(args, *rest, **kwargs)
+
+
+def command(config: dict[str, Any]) -> list[str]:
+    """How a jailed job starts: ``python -I`` with compoenv's own folder first on its path
+    (the caller's copy of compoenv, not whatever an installed finder points at)."""
+    boot = (f"import sys; sys.path[:0] = {list(config['path'])!r}; "
+            f"from {JAIL_MODULE} import main; sys.exit(main(sys.argv[1:]))")
+    return [sys.executable, "-I", "-c", boot, json.dumps(config)]
 
 
 def environment(root: str) -> dict[str, str]:
@@ -160,7 +173,7 @@ def _verify(config: dict[str, Any]) -> dict[str, Any]:
 def main(argv: list[str]) -> int:
     """Run one job (verification, or a verification helper module) inside the jail."""
     config = json.loads(argv[0])
-    _limit(int(config["memory_mb"]), int(config["cpu_s"]))
+    _limit(int(config["memory_mb"]), int(config["cpu_s"]), bool(config.get("isolated")))
     os.chdir(config["root"])
     sys.dont_write_bytecode = True  # compoenv's own caches live outside the temp dir
     import compoenv.checks  # noqa: F401 - imported before the hook: the trusted side
@@ -168,6 +181,7 @@ def main(argv: list[str]) -> int:
     import runpy
 
     jail = _Jail(config["root"], config["readable"], int(config["depth"]))
+    jail.prefix = command(config)[:4]
     _JailedPopen.config = config
     subprocess.Popen = _JailedPopen  # type: ignore[misc]
     result_stream = sys.stdout

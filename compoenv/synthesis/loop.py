@@ -126,12 +126,7 @@ def _judge(spec: dict[str, Any], code: str, spec_path: Path, limits: Limits,
            checks: Sequence[str] | None) -> tuple[list[str], SandboxResult]:
     result = verify_sandboxed(code, f"{spec['name']}.py", limits=limits, checks=checks,
                               spec=spec_path)
-    reasons = result.reasons()
-    named = (result.report or {}).get("service")
-    if result.report is not None and named != spec["name"] and "load" not in [
-            c.get("name") for c in result.report.get("checks", ())]:
-        reasons.append(f"the service is named {named!r}; the spec's name is {spec['name']!r}")
-    return reasons, result
+    return result.reasons(), result
 
 
 def synthesize(spec_path: str | Path, client: ChatClient, *, rounds: int = 3,
@@ -158,11 +153,15 @@ def synthesize(spec_path: str | Path, client: ChatClient, *, rounds: int = 3,
     Raises:
         SpecError: the spec file is not a valid spec.
         SynthesisError: the endpoint is unreachable or timed out.
+        SandboxUnavailable: no operating-system sandbox can be made here and
+            ``limits.unsafe`` is not set (raised before the model is asked anything).
     """
+    from compoenv.synthesis import boundary
     from compoenv.worldmodel.spec import load_spec
 
     if rounds < 1:
         raise ValueError(f"rounds must be at least 1, got {rounds}")
+    boundary.required(limits.unsafe)
     spec_path = Path(spec_path)
     spec = load_spec(spec_path)
     outcome = Synthesis(str(spec["name"]), str(spec_path), client.config.model,

@@ -1,4 +1,6 @@
-"""Verify untrusted generated code in a jailed subprocess with time and memory limits."""
+"""Verify untrusted generated code in a subprocess behind the operating system's boundary
+(bubblewrap, see ``compoenv.synthesis.boundary``), with rlimits and a wall-clock kill; the
+verdict is computed here, outside, from the checks' results the job returns."""
 
 from __future__ import annotations
 
@@ -14,11 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from compoenv.synthesis.jail import JAIL_MODULE, MARKER, VIOLATION, environment
+from compoenv.synthesis import boundary
+from compoenv.synthesis.boundary import SandboxUnavailable
+from compoenv.synthesis.jail import MARKER, VIOLATION, command, environment
 
-__all__ = ["Limits", "SandboxResult", "verify_sandboxed", "readable_roots"]
+__all__ = ["Limits", "SandboxResult", "SandboxUnavailable", "verify_sandboxed",
+           "readable_roots", "import_path"]
 
 _TAIL = 4_000  # characters of the child's stderr kept for the report
+_LINE = 2_000  # characters kept of one detail or error line the job returns
+_SHOWN_BY_SUMMARY = ("a check failed", "the module did not load")
 
 
 @dataclass(frozen=True)
@@ -29,11 +36,15 @@ class Limits:
         timeout_s: Wall-clock limit of the whole run (the process group is killed after it).
         memory_mb: Address-space limit of each process (RLIMIT_AS).
         cpu_s: CPU-time limit of each process (RLIMIT_CPU); default: ``timeout_s``.
+        unsafe: Run without the operating system's boundary when none can be made here (the
+            in-process audit hook and the rlimits only). Without it, verification refuses
+            (``SandboxUnavailable``) where bubblewrap is missing or fails.
     """
 
     timeout_s: float = 180.0
     memory_mb: int = 2048
     cpu_s: int | None = None
+    unsafe: bool = False
 
     def __post_init__(self) -> None:
         if self.timeout_s <= 0:
@@ -88,6 +99,16 @@ def readable_roots() -> list[str]:
     return sorted(roots)
 
 
+def import_path() -> list[str]:
+    """The folders that hold this process's compoenv and service library: first on the jailed
+    job's path, so it verifies with the same code as its caller."""
+    import compoenv
+    import envs_library
+
+    return list(dict.fromkeys(str(Path(p).parent) for p in (*compoenv.__path__,
+                                                            *envs_library.__path__)))
+
+
 def verify_sandboxed(code: str, filename: str, *, limits: Limits = Limits(),
                      checks: Sequence[str] | None = None, spec: str | Path | None = None
                      ) -> SandboxResult:
@@ -103,7 +124,15 @@ def verify_sandboxed(code: str, filename: str, *, limits: Limits = Limits(),
 
     Returns:
         The outcome; this function raises only for its own misuse, never for the code.
+
+    Raises:
+        SandboxUnavailable: no operating-system boundary can be made here and
+            ``limits.unsafe`` is not set.
     """
+    from compoenv.checks import check_names
+
+    isolated = boundary.required(limits.unsafe)
+    expected = (list(check_names(checks)), Path(filename).stem)
     root = tempfile.mkdtemp(prefix="compoenv-synth-")
     logs = tempfile.mkdtemp(prefix="compoenv-synth-logs-")  # outside the jail's reach
     try:
@@ -115,21 +144,36 @@ def verify_sandboxed(code: str, filename: str, *, limits: Limits = Limits(),
             shutil.copyfile(spec, spec_copy)
         config = {"root": root, "target": str(target), "checks": list(checks) if checks else
                   None, "spec": spec_copy, "readable": readable_roots(), "depth": 0,
+                  "path": import_path(), "isolated": isolated,
                   "memory_mb": limits.memory_mb,
                   "cpu_s": int(limits.cpu_s or max(1, round(limits.timeout_s)))}
-        return _run(config, limits, Path(logs))
+        if isolated:
+            config["user"] = boundary.sandbox_user()
+            boundary.prepare(root, config["user"])
+        return _run(config, limits, Path(logs), expected)
     finally:
         shutil.rmtree(root, ignore_errors=True)
         shutil.rmtree(logs, ignore_errors=True)
 
 
-def _run(config: dict[str, Any], limits: Limits, logs: Path) -> SandboxResult:
+def _run(config: dict[str, Any], limits: Limits, logs: Path,
+         expected: tuple[list[str], str]) -> SandboxResult:
     started = time.monotonic()
+    argv, info = command(config), None
+    if config["isolated"]:
+        info = os.pipe()
+        argv = boundary.wrap(argv, writable=config["root"], readable=config["readable"],
+                             user=config.get("user"), env=environment(config["root"]),
+                             info_fd=info[1])
     with open(logs / "stdout", "wb") as out, open(logs / "stderr", "wb") as err:
         process = subprocess.Popen(
-            [sys.executable, "-I", "-m", JAIL_MODULE, json.dumps(config)], cwd=config["root"],
+            argv, cwd="/" if config["isolated"] else config["root"],
             stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=environment(config["root"]),
-            start_new_session=True)
+            start_new_session=True, pass_fds=(info[1],) if info else ())
+        namespace = None
+        if info:
+            os.close(info[1])
+            namespace = boundary.namespace_of(info[0])
         timed_out = False
         try:
             process.wait(timeout=limits.timeout_s)
@@ -137,6 +181,9 @@ def _run(config: dict[str, Any], limits: Limits, logs: Path) -> SandboxResult:
             timed_out = True
         finally:
             _kill_group(process)
+            boundary.wait_until_empty(namespace)  # nothing of the job runs after this
+            if info:
+                os.close(info[0])
     seconds = time.monotonic() - started
     stderr = _tail(logs / "stderr")
     outcome, contained = _read_stdout(logs / "stdout")
@@ -147,17 +194,49 @@ def _run(config: dict[str, Any], limits: Limits, logs: Path) -> SandboxResult:
         return SandboxResult(False, None, "", contained + _killed(process.returncode, limits),
                              _last_line(stderr) or f"the job exited with status "
                              f"{process.returncode} and no result", seconds, stderr)
-    report = outcome.get("report")
+    report, summary, verdict = _judge(outcome.get("report"), expected)
     contained += [line for line in _contained_in(report, limits)  # a helper's, or a repeat
                   if not any(line.startswith(seen) for seen in contained)]
-    error = str(outcome.get("error") or "")
+    error = str(outcome.get("error") or "")[:_LINE]
     if error.startswith("contained:"):
         contained.append(error)
         error = ""
+    if not error and verdict and verdict not in _SHOWN_BY_SUMMARY:
+        error = verdict
     contained = list(dict.fromkeys(contained))
-    ok = bool(outcome.get("ok")) and not contained and not error
-    return SandboxResult(ok, report, str(outcome.get("summary") or ""), contained, error,
-                         seconds, stderr)
+    ok = not verdict and not contained and not error
+    return SandboxResult(ok, report, summary, contained, error, seconds, stderr)
+
+
+def _judge(data: Any, expected: tuple[list[str], str]
+           ) -> tuple[dict[str, Any] | None, str, str]:
+    """The job's report rebuilt here from its checks' results, its summary, and why it does
+    not pass (empty when it does): the job's own ``ok`` and summary are not trusted. Every
+    check asked for must be there once, in order, under the service's expected name, and
+    passed."""
+    from compoenv.checks.report import CheckResult, VerifyReport
+
+    if not isinstance(data, dict):
+        return None, "", "the job returned no verify report"
+    try:
+        checks = [CheckResult(str(c["name"]), c["ok"] is True,
+                              [str(d)[:_LINE] for d in c.get("details", ())][:50],
+                              float(c.get("seconds", 0))) for c in data["checks"]]
+        report = VerifyReport(str(data["service"])[:_LINE], str(data.get("target", ""))[:_LINE],
+                              checks)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None, "", "the job returned a malformed verify report"
+    names, service = expected
+    ran = [c.name for c in checks]
+    if ran == ["load"]:
+        return report.to_json(), report.summary(), "the module did not load"
+    if ran != names:
+        return report.to_json(), report.summary(), (
+            f"the job's report has the checks {ran}, not the ones asked for {names}")
+    if report.service != service:
+        return report.to_json(), report.summary(), (
+            f"the service is named {report.service!r}; the spec's name is {service!r}")
+    return report.to_json(), report.summary(), "" if report.ok else "a check failed"
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:

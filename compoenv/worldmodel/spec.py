@@ -45,6 +45,7 @@ from compoenv.schema import (
 from compoenv.schema_check import compile_check
 from compoenv.service import Service, ToolSpec, check_qualified
 from compoenv.signature import ToolSignature
+from compoenv.untrusted import clip
 from compoenv.worldmodel.store import ResourceStore, StatefulResources
 
 __all__ = ["SpecError", "load_spec", "validate_spec", "spec_tools", "spec_signatures",
@@ -116,7 +117,7 @@ def validate_spec(data: Any, origin: str = "<spec>", strict: bool = True) -> dic
     if errors:
         first = errors[0]
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise SpecError(f"{origin}: {_where(first.absolute_path)}: {first.message}{more}")
+        raise SpecError(f"{origin}: {_where(first.absolute_path)}: {clip(first.message)}{more}")
     names = [t["name"] for t in data["tools"]]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -133,7 +134,7 @@ def validate_spec(data: Any, origin: str = "<spec>", strict: bool = True) -> dic
                 jsonschema.Draft202012Validator.check_schema(tool[key])
             except jsonschema.SchemaError as exc:
                 raise SpecError(f"{origin}: {_where(where + [key] + list(exc.absolute_path))}: "
-                                f"not a valid JSON schema: {exc.message}") from None
+                                f"not a valid JSON schema: {clip(exc.message)}") from None
         for key in ("parameters", "returns"):
             missing = sorted(ref_names(tool[key]) - set(data.get("$defs", {})))
             if missing:
@@ -155,12 +156,13 @@ def _fields(phrase: str) -> set[str]:
 
 def load_spec(path: str | Path, strict: bool = True) -> dict[str, Any]:
     """Read and validate one spec file (``strict``: see validate_spec)."""
+    from compoenv.untrusted import UntrustedFileError, load_json_file
+
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise SpecError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: "
-                        f"{exc.msg}") from None
+        data = load_json_file(path)
+    except UntrustedFileError as exc:
+        raise SpecError(str(exc)) from None
     except OSError as exc:
         raise SpecError(f"{path}: cannot read: {exc.strerror}") from None
     return validate_spec(data, str(path), strict)

@@ -1,0 +1,74 @@
+"""The operating system's boundary around model-written code (bench/sandbox.py's payloads):
+each payload first switches the in-process audit hook off, then tries the host; none
+reaches it, a dormant payload never runs, and no patch of the verdict makes a module pass."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from chat_server import ChatServer
+from click.testing import CliRunner
+
+from bench.sandbox import (NOT_DEFENDED, PAYLOADS, Outcome, sandbox_processes,
+                           dormant_library, run_payload)
+from compoenv.cli import main
+from compoenv.synthesis import boundary
+
+WHY_NOT = boundary.available()
+needs_boundary = pytest.mark.skipif(bool(WHY_NOT), reason=f"no OS sandbox here: {WHY_NOT}")
+SPEC = Path(__file__).parent / "fixtures" / "synthesis" / "book_club.json"
+
+
+@pytest.fixture(scope="module")
+def outcomes() -> dict[str, Outcome]:
+    """Every payload's outcome; the sandboxes run side by side (each is its own namespace)."""
+    with ThreadPoolExecutor(4) as pool:
+        done = pool.map(lambda name: run_payload(name, PAYLOADS[name], timeout_s=30,
+                                                 alone=False), sorted(PAYLOADS))
+        return {o.name: o for o in done}
+
+
+@needs_boundary
+def test_no_process_of_a_sandbox_outlives_it(outcomes: dict[str, Outcome]) -> None:
+    assert sandbox_processes() == 0  # the fork bomb's 63 included
+
+
+@needs_boundary
+@pytest.mark.parametrize("name", sorted(PAYLOADS))
+def test_a_payload_with_the_hook_switched_off_is_contained(name: str,
+                                                           outcomes: dict[str, Outcome]) -> None:
+    outcome = outcomes[name]
+    assert outcome.contained, outcome.to_json()
+    assert not outcome.verdict_ok
+    if name not in ("forged_stdout", "report_patch", "memory_bomb"):
+        assert outcome.saw, "the payload ran and reported what it saw"
+    if name == "write_outside":  # the hook was off: the kernel refused, not the hook
+        assert all("PermissionError" in str(v) for v in outcome.saw.values()), outcome.saw
+        assert "contained" not in str(outcome.saw)  # the hook's denials say "contained: ..."
+
+
+def test_a_dormant_payload_in_a_library_never_runs() -> None:
+    outcome = dormant_library()
+    assert outcome.contained, outcome.to_json()
+
+
+def test_the_payloads_the_boundary_does_not_stop_are_named() -> None:
+    assert set(NOT_DEFENDED) == {"checks_patch"} and not set(NOT_DEFENDED) & set(PAYLOADS)
+
+
+def test_synthesize_refuses_without_a_boundary_unless_unsafe(monkeypatch: pytest.MonkeyPatch,
+                                                             tmp_path: Path) -> None:
+    monkeypatch.setattr(boundary, "available", lambda: "bubblewrap (bwrap) is not installed")
+    with ChatServer(responder=lambda request: "```python\nx = 1\n```") as server:
+        args = ["synthesize", str(SPEC), "--base-url", server.url, "--model", "coder",
+                "--rounds", "1", "--check", "conventions", "-o", str(tmp_path / "out")]
+        refused = CliRunner().invoke(main, args)
+        asked = len(server.bodies)
+        unsafe = CliRunner().invoke(main, [*args, "--unsafe"])
+    assert refused.exit_code == 1 and asked == 0, refused.output
+    assert "no sandbox for model-written code" in refused.output
+    assert "--unsafe" in refused.output and "Traceback" not in refused.output
+    # with --unsafe the round runs (behind the in-process jail) and is judged as usual
+    assert unsafe.exit_code == 1 and "round 1: rejected" in unsafe.output, unsafe.output
