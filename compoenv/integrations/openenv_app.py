@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import hmac
 import json
 import math
@@ -494,6 +495,8 @@ def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, log_level: st
         OSError: The address cannot be bound (in use, or not this machine's).
     """
     sock = sock or bind(host, port)
+    gc.collect()
+    gc.freeze()  # the tasks, registry and code loaded so far are never garbage: not scanned
     with contextlib.closing(sock):
         uvicorn.Server(_config(app, host, port, log_level)).run(sockets=[sock])
 
