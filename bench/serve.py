@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import json
 import os
+import secrets
 import socket
 import statistics
 import subprocess
@@ -291,13 +292,11 @@ async def _hijack(port: int, stop: float, outcome: dict[str, Any]) -> None:
     fresh guesses) asking for the final answer."""
     import requests
 
-    from compoenv.integrations.openenv import mint_id
-
     loop = asyncio.get_running_loop()
     session = requests.Session()
     session.headers["Authorization"] = f"Bearer {INTRUDER}-2"
     while time.perf_counter() < stop:
-        ids = outcome.get("ids", [])[-5:] + [mint_id()]
+        ids = outcome.get("ids", [])[-5:] + [secrets.token_urlsafe(24)]  # as the server mints
         for episode in ids:
             reply = await loop.run_in_executor(None, lambda e=episode: session.post(
                 f"http://127.0.0.1:{port}/step", timeout=10,
@@ -315,18 +314,23 @@ async def _chunked(port: int, stop: float, outcome: dict[str, int]) -> None:
                      + INTRUDER.encode() + b"\r\nTransfer-Encoding: chunked\r\n"
                      b"Content-Type: application/json\r\n\r\n")
         chunk = b"%x\r\n%s\r\n" % (1 << 20, b"x" * (1 << 20))
+        sent = 0
         try:
             for _ in range(64):
                 writer.write(chunk)
                 await writer.drain()
+                sent += 1
         except (ConnectionError, OSError):
             pass
         try:
             head = await asyncio.wait_for(reader.read(64), 5)
         except (asyncio.TimeoutError, ConnectionError, OSError):
             head = b""
-        key = "chunked_413" if head.startswith(b"HTTP/1.1 413") else "chunked_other"
+        # refused: answered 413, or cut off before the 64 MiB were through
+        key = ("chunked_refused" if head.startswith(b"HTTP/1.1 413") or sent < 64
+               else "chunked_accepted")
         outcome[key] = outcome.get(key, 0) + 1
+        outcome["chunked_most_mib_sent"] = max(outcome.get("chunked_most_mib_sent", 0), sent)
         writer.close()
 
 
@@ -353,6 +357,8 @@ async def _half_open(port: int, count: int, stop: float, outcome: dict[str, int]
 
 
 def attack(seconds: float, sessions: int) -> dict[str, Any]:
+    import requests  # noqa: F401  (imported now: an import inside the attack stalls its loop)
+
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "tasks.jsonl"
         plays = _plays(_tasks(path))
