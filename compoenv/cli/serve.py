@@ -2,10 +2,11 @@
 
     compoenv serve --tasks tasks.jsonl --host 0.0.0.0 --port 8000 --max-sessions 256
     compoenv serve --num 200 --seed 0 --min-hops 2 --max-hops 4      # compose the set first
+    COMPOENV_SERVE_TOKEN=team-a,team-b compoenv serve --tasks tasks.jsonl --host 0.0.0.0
 
 Trainers on GPU nodes play episodes on the CPU node that serves them, with OpenEnv's
 clients (``compoenv.integrations.openenv.CompoenvClient``, ``GenericEnvClient``) or plain
-HTTP: see docs/frameworks/openenv.md.
+HTTP: see docs/frameworks/openenv.md; sessions and tokens: docs/serving.md.
 """
 
 from __future__ import annotations
@@ -44,16 +45,37 @@ __all__ = ["serve"]
 @click.option("--idle-timeout", type=click.FloatRange(min=0), default=300.0,
               show_default=True, help="Seconds an episode may go unused before it is "
                                       "dropped (0: never).")
+@click.option("--token", "tokens", multiple=True, metavar="TOKEN",
+              help="A bearer token clients must send (repeat: one per client; default: "
+                   "$COMPOENV_SERVE_TOKEN, comma-separated). Each token is a client for the "
+                   "caps.")
+@click.option("--max-per-client", type=click.IntRange(min=1), default=None,
+              help="Most sessions and HTTP episodes one client (token, else address) may "
+                   "hold  [default: its fair share when the server is full]")
+@click.option("--reset-rate", type=click.FloatRange(min=0), default=100.0, show_default=True,
+              help="New sessions and HTTP episodes a second per client (bursts of twice "
+                   "it; 0: no limit); more are refused with 429.")
+@click.option("--reclaim-after", type=click.FloatRange(min=0), default=10.0,
+              show_default=True,
+              help="When the server is full, seconds idle after which a place of a client "
+                   "over its fair share is reclaimed for another client.")
+@click.option("--expose-rubric", is_flag=True,
+              help="Send each criterion's description and detail (the expected answers) "
+                   "at the end of an episode; by default the pass vector and scores only.")
+@click.option("--ws-compression/--no-ws-compression", default=False, show_default=True,
+              help="permessage-deflate on WebSockets (worth it only on slow links).")
 @click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info",
                                                 "debug"]), default="info", show_default=True)
 @library_option
 def serve(host: str, port: int, tasks_path: Path | None, num: int, mode: str,
-          max_steps: int | None, max_sessions: int, idle_timeout: float, log_level: str,
+          max_steps: int | None, max_sessions: int, idle_timeout: float,
+          tokens: tuple[str, ...], max_per_client: int | None, reset_rate: float,
+          reclaim_after: float, expose_rubric: bool, ws_compression: bool, log_level: str,
           **flags: Any) -> None:
     """Serve a task set as an OpenEnv environment: /ws, /reset, /step, /state, /schema."""
     require("openenv", "openenv", "compoenv serve")
     require("uvicorn", "openenv", "compoenv serve")
-    from compoenv.integrations.openenv_app import bind, make_app
+    from compoenv.integrations.openenv_app import bind, make_app, tokens_from_env
     from compoenv.integrations.openenv_app import serve as run_server
     from compoenv.registry import Registry
     from compoenv.task_check import load_checked
@@ -74,14 +96,21 @@ def serve(host: str, port: int, tasks_path: Path | None, num: int, mode: str,
         seed = flags.pop("seed")
         tasks = _compose(num, seed, flags)
         source = f"composed tasks (seed {seed})"
+    tokens = tuple(t for t in tokens if t.strip()) or tuple(tokens_from_env())
     app = make_app(tasks, mode=mode, max_sessions=max_sessions,
                    idle_timeout_s=idle_timeout or None, max_steps=max_steps,
-                   world_model=world_model)
+                   world_model=world_model, tokens=tokens, max_per_client=max_per_client,
+                   reset_rate=reset_rate or None, reclaim_idle_s=reclaim_after,
+                   expose_rubric=expose_rubric, compression=ws_compression)
     idle = f"idle episodes dropped after {idle_timeout:g} s" if idle_timeout else "no idle limit"
     port = sock.getsockname()[1]  # the one port 0 picked
+    auth = f"{len(tokens)} bearer token(s)" if tokens else "no token"
     click.echo(f"serving {len(tasks)} tasks from {source} ({mode} mode) on http://{host}:{port} "
                f"(OpenEnv: /ws /reset /step /state /schema /health; at most {max_sessions} "
-               f"sessions, {idle})", err=True)
+               f"sessions, {idle}; {auth})", err=True)
+    if not tokens and host not in ("127.0.0.1", "localhost", "::1"):
+        click.echo(f"warning: anyone who can reach {host}:{port} may play episodes; give "
+                   f"--token (or $COMPOENV_SERVE_TOKEN) on a shared network", err=True)
     run_server(app, host=host, port=port, log_level=log_level, sock=sock)
 
 

@@ -1,4 +1,4 @@
-"""OpenEnv: compoenv episodes as an OpenEnv ``Environment``, its wire types, and a client.
+"""OpenEnv: compoenv episodes served in OpenEnv's wire protocol, its types, and a client.
 
     # server side (or: compoenv serve --tasks tasks.jsonl --port 8000)
     from compoenv.integrations.openenv_app import make_app
@@ -15,18 +15,22 @@
 
 An action is the assistant's message text, exactly what ``CompoWorldEnv.step`` takes (tool
 calls in any supported format; no tool call ends the episode). Each episode is a
-``CompoWorldEnv`` held in an ``EpisodeStore`` (bounded, idle episodes reaped): over the
-WebSocket ``/ws`` one OpenEnv session plays its episodes; over OpenEnv's stateless HTTP
-``/reset`` and ``/step`` an episode is found by the ``episode_id`` given to ``/reset`` and
-sent again with every ``/step``.
+``CompoWorldEnv`` held in an ``EpisodeStore`` with the client that holds it (bounded, shared
+fairly, idle places reclaimed): over the WebSocket ``/ws`` a session plays its own episodes,
+reachable from no other connection; over HTTP ``/reset`` mints an unguessable
+``episode_id`` and each ``/step`` of that episode sends it back (only the client that reset
+it may). docs/serving.md describes the model.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import secrets
 import threading
 import time
-import uuid
-from collections import OrderedDict
+from collections import Counter, OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -42,15 +46,19 @@ from pydantic import Field
 
 from compoenv import __version__
 from compoenv.env import CompoWorldEnv
+from compoenv.prompts import reset_observation
 from compoenv.registry import Registry
 from compoenv.service import did_you_mean
+from compoenv.spaces import bounded
 from compoenv.task import Task
 
-__all__ = ["CompoenvAction", "CompoenvObservation", "CompoenvState", "CompoenvEnvironment",
-           "CompoenvClient", "ServedTasks", "EpisodeStore", "EpisodeError", "UnknownEpisodeError",
-           "SessionLimitError", "BadResetError"]
+__all__ = ["CompoenvAction", "CompoenvObservation", "CompoenvState", "CompoenvClient",
+           "ServedTasks", "EpisodeStore", "EpisodeService", "Slot", "EpisodeError",
+           "UnknownEpisodeError", "SessionLimitError", "RateLimitError", "BadResetError",
+           "TOKEN_ENV", "mint_id"]
 
-RESET_OPTIONS = ("seed", "episode_id", "task", "task_index")
+RESET_OPTIONS = ("seed", "episode_id", "task", "task_index", "prompt_text")
+TOKEN_ENV = "COMPOENV_SERVE_TOKEN"  # bearer token(s) of the server, comma-separated
 MAX_EPISODE_ID = 255  # as OpenEnv's ResetRequest
 
 
@@ -86,6 +94,7 @@ class EpisodeError(Exception):
     """A request the server cannot serve; ``status`` is its HTTP status."""
 
     status = 400
+    code = "EXECUTION_ERROR"  # the WebSocket error code
 
 
 class BadResetError(EpisodeError):
@@ -93,99 +102,273 @@ class BadResetError(EpisodeError):
 
 
 class UnknownEpisodeError(EpisodeError):
-    """No live episode has this id (never opened, finished, or reaped when idle)."""
+    """No live episode of this client has this id (never opened, finished, reaped, or
+    another client's)."""
 
     status = 404
 
 
 class SessionLimitError(EpisodeError):
-    """The server holds as many episodes as it may."""
+    """The server holds as many sessions and episodes as it may (or this client its share)."""
 
     status = 503
+    code = "CAPACITY_REACHED"
 
 
-@dataclass
-class _Episode:
-    env: CompoWorldEnv
+class RateLimitError(EpisodeError):
+    """A client opens sessions or HTTP episodes faster than the server's reset rate."""
+
+    status = 429
+    code = "RATE_LIMITED"
+
+    def __init__(self, message: str, retry_after_s: float) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+def mint_id() -> str:
+    """A fresh episode id: 192 random bits, as unguessable as a password."""
+    return secrets.token_urlsafe(24)
+
+
+@dataclass(eq=False)
+class Slot:
+    """One place in the server: a WebSocket session (which plays one episode at a time) or
+    one HTTP episode. ``client`` is who holds it (a token's name, else the peer address)."""
+
+    client: str
+    kind: str  # "ws" or "http"
     used: float
+    episode_id: str | None = None
+    env: CompoWorldEnv | None = None
+    task_id: str | None = None
+    steps: int = 0
+    done: bool = False
+    score: float | None = None
+    close: Callable[[str], None] | None = None  # a WebSocket's: end the connection
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def drop_episode(self) -> None:
+        """Let the episode's env go (its id stays, for the error a later step gets)."""
+        self.env = None
+
+
+class _Bucket:
+    __slots__ = ("tokens", "at")
+
+    def __init__(self, tokens: float, at: float) -> None:
+        self.tokens, self.at = tokens, at
 
 
 class EpisodeStore:
-    """Live episodes by id, at most ``max_episodes``; an episode idle for ``idle_timeout_s``
-    is dropped at the next request (the store is the only place episodes live, so memory is
-    bounded by the cap whatever clients do). Thread-safe.
+    """Every session and episode the server holds, with who holds each: at most
+    ``max_episodes`` places in all, a client's HTTP episode reachable only by that client with
+    the id the server minted, a WebSocket session's episode only from that session.
 
-    Args:
-        max_episodes: The cap; opening one more is a ``SessionLimitError``.
-        idle_timeout_s: Seconds an episode may go unused; None keeps episodes until dropped.
+    Idle places are dropped after ``idle_timeout_s``. When the server is full, a new place is
+    made by reclaiming the least recently used one that has been idle ``reclaim_idle_s`` and
+    belongs to a client holding more than its fair share (the places divided among the
+    clients holding any); a client at or over its share is refused. ``max_per_client`` caps
+    any one client; ``reset_rate`` (places opened a second per client, bursts of twice that)
+    keeps one client from churning the server. Thread-safe.
     """
 
-    def __init__(self, max_episodes: int = 256, idle_timeout_s: float | None = 300.0) -> None:
+    def __init__(self, max_episodes: int = 256, idle_timeout_s: float | None = 300.0, *,
+                 reclaim_idle_s: float = 10.0, max_per_client: int | None = None,
+                 reset_rate: float | None = 100.0) -> None:
         if max_episodes < 1:
             raise ValueError(f"max_episodes must be >= 1, got {max_episodes}")
         if idle_timeout_s is not None and idle_timeout_s <= 0:
             raise ValueError(f"idle_timeout_s must be > 0 or None, got {idle_timeout_s}")
+        if reclaim_idle_s < 0:
+            raise ValueError(f"reclaim_idle_s must be >= 0, got {reclaim_idle_s}")
+        if max_per_client is not None and max_per_client < 1:
+            raise ValueError(f"max_per_client must be >= 1 or None, got {max_per_client}")
+        if reset_rate is not None and reset_rate <= 0:
+            raise ValueError(f"reset_rate must be > 0 or None, got {reset_rate}")
         self.max_episodes, self.idle_timeout_s = max_episodes, idle_timeout_s
-        self._episodes: OrderedDict[str, _Episode] = OrderedDict()  # least recently used first
-        self._reaped: OrderedDict[str, None] = OrderedDict()  # recent ids, for clear errors
+        self.reclaim_idle_s, self.max_per_client = reclaim_idle_s, max_per_client
+        self.reset_rate = reset_rate
+        self._slots: OrderedDict[Slot, None] = OrderedDict()  # least recently used first
+        self._held: Counter[str] = Counter()  # places per client
+        self._http: dict[str, Slot] = {}  # HTTP episodes by minted id
+        self._gone: OrderedDict[str, str] = OrderedDict()  # recent ids -> why they ended
+        self._buckets: dict[str, _Bucket] = {}
         self._lock = threading.Lock()
+        self.reclaimed = 0  # places taken from over-share clients, for /state
 
+    # --- bookkeeping -------------------------------------------------------------------
     def __len__(self) -> int:
+        """Live episodes (HTTP episodes, and WebSocket sessions playing one)."""
         with self._lock:
             self._reap(time.monotonic())
-            return len(self._episodes)
+            return sum(s.env is not None for s in self._slots)
+
+    @property
+    def places(self) -> int:
+        with self._lock:
+            return len(self._slots)
+
+    def held_by(self, client: str) -> int:
+        with self._lock:
+            return self._held[client]
+
+    def forget(self, key: str | None, why: str) -> None:
+        """Remember why episode ``key`` ended, for the error a later request gets."""
+        with self._lock:
+            self._forget(key, why)
+
+    def _forget(self, key: str | None, why: str) -> None:
+        if key is None:
+            return
+        self._gone[key] = why
+        if len(self._gone) > 4 * self.max_episodes:
+            self._gone.popitem(last=False)
+
+    def _remove(self, slot: Slot, why: str | None) -> None:
+        if slot in self._slots:
+            del self._slots[slot]
+            self._held[slot.client] -= 1
+            if self._held[slot.client] <= 0:
+                del self._held[slot.client]
+        if slot.kind == "http" and slot.episode_id is not None:
+            self._http.pop(slot.episode_id, None)
+        if why is not None:
+            self._forget(slot.episode_id, why)
+            slot.drop_episode()
+            if slot.close is not None:
+                slot.close(why)
 
     def _reap(self, now: float) -> None:
         if self.idle_timeout_s is None:
             return
-        while self._episodes:
-            key, episode = next(iter(self._episodes.items()))
-            if now - episode.used <= self.idle_timeout_s:
-                break
-            del self._episodes[key]
-            self._reaped[key] = None
-            if len(self._reaped) > 4 * self.max_episodes:
-                self._reaped.popitem(last=False)
+        while self._slots:
+            slot = next(iter(self._slots))
+            if now - slot.used <= self.idle_timeout_s:
+                break  # the rest were used later
+            why = f"was dropped after {self.idle_timeout_s:g} s idle"
+            if slot.kind == "ws":  # the session stays open; its episode is gone
+                self._forget(slot.episode_id, why)
+                slot.drop_episode()
+                slot.used = now
+                self._slots.move_to_end(slot)
+            else:
+                self._remove(slot, why)
 
-    def open(self, episode_id: str, env: CompoWorldEnv) -> None:
-        """Hold ``env`` as episode ``episode_id`` (replacing an episode of that id)."""
+    def _rate(self, client: str, now: float) -> None:
+        if self.reset_rate is None:
+            return
+        burst = 2.0 * self.reset_rate
+        bucket = self._buckets.get(client)
+        if bucket is None:
+            if len(self._buckets) > 16 * self.max_episodes:  # forget full, idle buckets
+                self._buckets = {k: b for k, b in self._buckets.items()
+                                 if (now - b.at) * self.reset_rate + b.tokens < burst}
+            bucket = self._buckets[client] = _Bucket(burst, now)
+        bucket.tokens = min(burst, bucket.tokens + (now - bucket.at) * self.reset_rate)
+        bucket.at = now
+        if bucket.tokens < 1.0:
+            wait = (1.0 - bucket.tokens) / self.reset_rate
+            raise RateLimitError(f"too many new sessions and episodes from this client (the "
+                                 f"limit is {self.reset_rate:g} a second, --reset-rate); retry "
+                                 f"in {wait:.2f} s", wait)
+        bucket.tokens -= 1.0
+
+    def _make_room(self, client: str, now: float) -> None:
+        held = self._held[client]
+        if self.max_per_client is not None and held >= self.max_per_client:
+            raise SessionLimitError(
+                f"this client holds {held} sessions and episodes, its limit "
+                f"(--max-per-client {self.max_per_client}): finish or close one first")
+        if len(self._slots) < self.max_episodes:
+            return
+        clients = len(self._held) + (client not in self._held)
+        share = self.max_episodes / clients
+        if held + 1 <= share:  # within its share: take an idle place of a client over it
+            for slot in self._slots:
+                if now - slot.used < self.reclaim_idle_s:
+                    break  # least recently used first: the rest are busier
+                if self._held[slot.client] > share:
+                    self.reclaimed += 1
+                    self._remove(slot, f"was reclaimed after {now - slot.used:.0f} s idle "
+                                       f"while the server was full")
+                    return
+        idle = (f"; idle ones are dropped after {self.idle_timeout_s:g} s"
+                if self.idle_timeout_s is not None else "")
+        raise SessionLimitError(
+            f"the server is at capacity: it holds {len(self._slots)} sessions and episodes, "
+            f"its limit (--max-sessions {self.max_episodes}), and this client holds {held}"
+            f"{idle}: finish or close one, or retry later")
+
+    # --- the operations --------------------------------------------------------------------
+    def admit(self, client: str, kind: str,
+              close: Callable[[str], None] | None = None) -> Slot:
+        """A new place for ``client`` (a WebSocket session, or an HTTP episode)."""
         now = time.monotonic()
         with self._lock:
             self._reap(now)
-            if episode_id not in self._episodes and len(self._episodes) >= self.max_episodes:
-                idle = (f"; idle ones are dropped after {self.idle_timeout_s:g} s"
-                        if self.idle_timeout_s is not None else "")
-                raise SessionLimitError(
-                    f"the server holds {len(self._episodes)} episodes, its limit "
-                    f"(--max-sessions {self.max_episodes}){idle}: finish or close an episode, "
-                    f"or retry later")
-            self._episodes[episode_id] = _Episode(env, now)
-            self._episodes.move_to_end(episode_id)
-            self._reaped.pop(episode_id, None)
+            self._rate(client, now)
+            self._make_room(client, now)
+            slot = Slot(client, kind, now, close=close)
+            self._slots[slot] = None
+            self._held[client] += 1
+            return slot
 
-    def use(self, episode_id: str) -> _Episode:
-        """The live episode ``episode_id``, marked as used now."""
+    def opened(self, slot: Slot, episode_id: str) -> None:
+        """``slot`` now plays episode ``episode_id`` (its env set by the caller)."""
+        with self._lock:
+            slot.episode_id = episode_id
+            if slot.kind == "http" and slot in self._slots:
+                self._http[episode_id] = slot
+
+    def touch(self, slot: Slot) -> None:
         now = time.monotonic()
         with self._lock:
             self._reap(now)
-            episode = self._episodes.get(episode_id)
-            if episode is None:
-                if episode_id in self._reaped:
-                    raise UnknownEpisodeError(
-                        f"episode {episode_id!r} was dropped after {self.idle_timeout_s:g} s "
-                        f"idle; reset to start a new one")
+            slot.used = now
+            if slot in self._slots:
+                self._slots.move_to_end(slot)
+
+    def find(self, client: str, episode_id: str) -> Slot:
+        """``client``'s live HTTP episode ``episode_id``, marked as used now."""
+        now = time.monotonic()
+        with self._lock:
+            self._reap(now)
+            slot = self._http.get(episode_id)
+            if slot is None or slot.client != client:
+                why = self._gone.get(episode_id)
+                if why is not None and slot is None:
+                    raise UnknownEpisodeError(f"episode {_short(episode_id)} {why}; reset to "
+                                              f"start a new one")
                 raise UnknownEpisodeError(
-                    f"no live episode {episode_id!r}: it has finished, was never opened, or was "
-                    f"opened by an HTTP /reset without an episode_id (name the episode in "
-                    f"/reset to step it over HTTP); reset first")
-            episode.used = now
-            self._episodes.move_to_end(episode_id)
-            return episode
+                    f"no live episode {_short(episode_id)} of yours: it has finished, was "
+                    f"never opened, or belongs to another client (step with the episode_id "
+                    f"your /reset returned); reset first")
+            slot.used = now
+            self._slots.move_to_end(slot)
+            return slot
 
-    def drop(self, episode_id: str) -> None:
+    def why_gone(self, episode_id: str | None) -> str | None:
         with self._lock:
-            self._episodes.pop(episode_id, None)
+            return self._gone.get(episode_id) if episode_id else None
+
+    def release(self, slot: Slot, why: str | None = None) -> None:
+        """Give ``slot`` back (an HTTP episode that ended, a WebSocket that closed)."""
+        with self._lock:
+            if why is not None:
+                self._forget(slot.episode_id, why)
+            self._remove(slot, None)
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            self._reap(time.monotonic())
+            return {"live_episodes": sum(s.env is not None for s in self._slots),
+                    "max_episodes": self.max_episodes, "sessions": len(self._slots),
+                    "clients": len(self._held), "reclaimed": self.reclaimed}
+
+
+def _short(episode_id: str) -> str:
+    return repr(episode_id if len(episode_id) <= 64 else episode_id[:61] + "...")
 
 
 class ServedTasks:
@@ -224,20 +407,127 @@ class ServedTasks:
                 raise BadResetError(f"task must be the id of a served task (a string), got "
                                     f"{type(task).__name__}")
             if task not in self.by_id:
-                raise BadResetError(did_you_mean(task, self.by_id, "task id")
+                raise BadResetError(did_you_mean(task[:200], self.by_id, "task id")
                                     + f" ({len(self.tasks)} tasks served)")
             return self.by_id[task]
         if task_index is not None:
             if not isinstance(task_index, int) or isinstance(task_index, bool):
-                raise BadResetError(f"task_index must be an integer, got {task_index!r}")
+                raise BadResetError(f"task_index must be an integer, got {task_index!r:.80}")
             return self.tasks[task_index % len(self.tasks)]
         if seed is None:
-            seed = uuid.uuid4().int
+            seed = secrets.randbits(64)
         return self.tasks[seed % len(self.tasks)]
 
     def new_env(self) -> CompoWorldEnv:
         return CompoWorldEnv(mode=self.mode, max_steps=self.max_steps,
                              world_model=self.world_model, registry=self.registry)
+
+
+_dumps = json.JSONEncoder(ensure_ascii=False, default=str).encode  # one encoder, reused
+_PUBLIC_CRITERION = ("id", "kind", "passed", "weight", "required")
+
+
+class EpisodeService:
+    """What the server does with a session's or an HTTP episode's requests, each answer
+    serialised once into the JSON the OpenEnv wire format carries.
+
+    Args:
+        served: The task set and env settings.
+        store: Where sessions and episodes are held (and who holds each).
+        expose_rubric: Send each criterion's description and detail (which state the expected
+            answers) at the end of an episode; by default only ids, kinds, weights and passes.
+    """
+
+    def __init__(self, served: ServedTasks, store: EpisodeStore, *,
+                 expose_rubric: bool = False) -> None:
+        self.served, self.store, self.expose_rubric = served, store, expose_rubric
+        self._opening: dict[str, tuple[str, str]] = {}  # task id -> (messages, tools) JSON
+
+    def reset(self, slot: Slot, options: dict[str, Any]) -> str:
+        """Start an episode in ``slot`` (replacing its last one); the reset's JSON."""
+        unknown = sorted(set(options) - set(RESET_OPTIONS))
+        if unknown:
+            raise BadResetError(f"unknown reset option(s) {unknown[:10]}; the options are "
+                                f"{list(RESET_OPTIONS)}")
+        label = options.get("episode_id")
+        _check_episode_id(label)
+        prompt_text = options.get("prompt_text", False)
+        if not isinstance(prompt_text, bool):
+            raise BadResetError(f"prompt_text must be true or false, got {prompt_text!r:.80}")
+        task = self.served.pick(options.get("seed"), options.get("task"),
+                                options.get("task_index"))
+        env = self.served.new_env()
+        text, info = env.reset(seed=options.get("seed"), options={"task": task})
+        opening = self._opening.get(task.id)
+        if opening is None:  # the same for every episode of the task
+            opening = self._opening[task.id] = (_dumps(info["messages"]), _dumps(info["tools"]))
+        key = mint_id()
+        with slot.lock:
+            slot.env, slot.task_id, slot.episode_id = env, task.id, None
+            slot.steps, slot.done, slot.score = 0, False, None
+        self.store.opened(slot, key)
+        metadata: dict[str, Any] = {"episode_id": key, "task_id": task.id,
+                                    "instruction": task.instruction,
+                                    "services": list(task.services), "mode": env.mode,
+                                    "max_steps": env.max_steps}
+        if label is not None:
+            metadata["client_episode_id"] = label
+        return _payload(text if prompt_text else "", opening[0], opening[1], metadata,
+                        None, False)
+
+    def step(self, slot: Slot, message: str) -> str:
+        """One action in ``slot``'s episode; the step's JSON."""
+        with slot.lock:
+            env = slot.env
+            if env is None:
+                why = self.store.why_gone(slot.episode_id) if slot.episode_id else None
+                raise UnknownEpisodeError(f"this session's episode {why}; reset to start a new "
+                                          f"one" if why else "no episode to step: reset first")
+            key = slot.episode_id
+            before = len(env.messages)
+            text, reward, terminated, truncated, info = env.step(message)
+            results = [m for m in env.messages[before:] if m["role"] == "tool"]
+            done = terminated or truncated
+            slot.steps, slot.done, slot.score = info["step"], done, info.get("score")
+        errors = sum(not str(m["content"]).startswith('{"success": true') for m in results)
+        metadata: dict[str, Any] = {"episode_id": key, "step": info["step"],
+                                    "tool_calls": len(results), "tool_errors": errors,
+                                    "truncated": truncated}
+        if "rubric" in info:
+            rubric = info["rubric"] if self.expose_rubric else [
+                {k: c[k] for k in _PUBLIC_CRITERION if k in c} for c in info["rubric"]]
+            metadata.update(rubric=rubric, passes=[c["passed"] for c in info["rubric"]],
+                            score=info["score"], binary=info["binary"],
+                            net_score=info["net_score"])
+        if done:
+            with slot.lock:
+                slot.env = None  # the episode is over: its memory goes now
+            if slot.kind == "http":
+                self.store.release(slot, "has finished")
+            else:
+                self.store.forget(key, "has finished")
+        return _payload(text, "[]", "[]", metadata, reward, done)
+
+    def state(self, slot: Slot | None) -> str:
+        """The state of ``slot``'s episode (none: the server's), and the server's counts."""
+        state: dict[str, Any] = {"episode_id": None, "step_count": 0, "task_id": None,
+                                 "done": False, "score": None}
+        if slot is not None and slot.episode_id is not None:
+            state.update(episode_id=slot.episode_id, step_count=slot.steps,
+                         task_id=slot.task_id, done=slot.done, score=slot.score)
+        stats = self.store.stats()
+        state.update(live_episodes=stats["live_episodes"], max_episodes=stats["max_episodes"])
+        return _dumps(state)
+
+
+def _payload(text: str, messages: str, tools: str, metadata: dict[str, Any],
+             reward: Any, done: bool) -> str:
+    """OpenEnv's step/reset JSON (``serialize_observation``'s shape: the metadata in the
+    observation and beside it), built as one string."""
+    meta = _dumps(metadata)
+    return (f'{{"observation": {{"text": {_dumps(text)}, "messages": {messages}, '
+            f'"tools": {tools}, "metadata": {meta}}}, "reward": {_dumps(reward)}, '
+            f'"done": {"true" if done else "false"}, "metadata": {meta}}}')
 
 
 def _check_episode_id(episode_id: Any) -> None:
@@ -248,113 +538,30 @@ def _check_episode_id(episode_id: Any) -> None:
                             f"characters, got {shown}")
 
 
-class CompoenvEnvironment(Environment[CompoenvAction, CompoenvObservation, CompoenvState]):
-    """OpenEnv's ``Environment`` over compoenv episodes kept in a shared ``EpisodeStore``.
-
-    An instance serves one OpenEnv session (a WebSocket) or one stateless HTTP request. An
-    episode reset without an ``episode_id`` belongs to the instance and ends with it (the
-    WebSocket closing, or the next reset); one reset with an ``episode_id`` lives in the store
-    until it ends, is reset again, or is reaped when idle, and any request may step it by id.
-
-    Args:
-        served: The task set and env settings.
-        store: Where episodes live (shared by every instance of one server).
-    """
-
-    SUPPORTS_CONCURRENT_SESSIONS = True
-
-    def __init__(self, served: ServedTasks, store: EpisodeStore) -> None:
-        super().__init__()
-        self._served, self._store = served, store
-        self._owned: str | None = None  # the unnamed episode this instance opened
-        self._current: str | None = None  # the episode steps without an id go to
-        self._state = CompoenvState(max_episodes=store.max_episodes)
-
-    def reset(self, seed: int | None = None, episode_id: str | None = None,
-              **options: Any) -> CompoenvObservation:
-        unknown = sorted(set(options) - set(RESET_OPTIONS))
-        if unknown:
-            raise BadResetError(f"unknown reset option(s) {unknown}; the options are "
-                                f"{list(RESET_OPTIONS)}")
-        _check_episode_id(episode_id)
-        task = self._served.pick(seed, options.get("task"), options.get("task_index"))
-        env = self._served.new_env()
-        text, info = env.reset(seed=seed, options={"task": task})
-        if self._owned is not None:
-            self._store.drop(self._owned)
-            self._owned = None
-        key = episode_id or uuid.uuid4().hex
-        self._store.open(key, env)
-        self._owned = None if episode_id else key
-        self._current = key
-        self._state = CompoenvState(episode_id=key, task_id=task.id,
-                                    max_episodes=self._store.max_episodes)
-        return CompoenvObservation(
-            text=text, messages=list(info["messages"]), tools=list(info["tools"]),
-            metadata={"episode_id": key, "task_id": task.id, "instruction": task.instruction,
-                      "services": list(task.services), "mode": env.mode,
-                      "max_steps": env.max_steps})
-
-    def step(self, action: CompoenvAction, timeout_s: float | None = None,
-             episode_id: str | None = None, **kwargs: Any) -> CompoenvObservation:
-        # timeout_s: a step runs tools in memory (milliseconds), or asks a world model with
-        # its own timeouts, so there is nothing to cut short here
-        _check_episode_id(episode_id)
-        key = episode_id or self._current
-        if key is None:
-            raise UnknownEpisodeError(
-                "no episode to step: reset first (over HTTP, send the episode_id of your "
-                "/reset with each /step; OpenEnv's HTTP routes keep no session)")
-        episode = self._store.use(key)
-        with episode.lock:
-            env = episode.env
-            before = len(env.messages)
-            text, reward, terminated, truncated, info = env.step(action.message)
-            results = [m for m in env.messages[before:] if m["role"] == "tool"]
-        done = terminated or truncated
-        errors = sum(not str(m["content"]).startswith('{"success": true') for m in results)
-        metadata: dict[str, Any] = {"episode_id": key, "step": info["step"],
-                                    "tool_calls": len(results), "tool_errors": errors,
-                                    "truncated": truncated}
-        if "rubric" in info:
-            metadata.update(rubric=info["rubric"], passes=[c["passed"] for c in info["rubric"]],
-                            score=info["score"], binary=info["binary"],
-                            net_score=info["net_score"])
-        if done and key != self._owned:
-            self._store.drop(key)  # a named episode is over: free its place now
-        if key == self._current:
-            self._state = self._state.model_copy(update={
-                "step_count": info["step"], "done": done,
-                "score": info.get("score")})
-        return CompoenvObservation(text=text, done=done, reward=reward,
-                                   metadata=metadata)
-
-    def get_metadata(self) -> EnvironmentMetadata:
-        served = self._served
-        return EnvironmentMetadata(
-            name="compoenv", version=__version__,
-            description=f"{len(served.tasks)} compositional multi-service tool-use tasks "
-                        f"({served.mode} mode, at most {served.max_steps} actions an episode); "
-                        f"an action is the assistant's message, tool calls or the final answer")
-
-    @property
-    def state(self) -> CompoenvState:
-        return self._state.model_copy(update={"live_episodes": len(self._store)})
-
-    def close(self) -> None:
-        if self._owned is not None:
-            self._store.drop(self._owned)
-            self._owned = None
-
-
 class CompoenvClient(EnvClient[CompoenvAction, CompoenvObservation, CompoenvState]):
     """OpenEnv client of a compoenv server (a WebSocket session; ``.sync()`` for plain calls).
 
     ``step`` takes the assistant's message text (or a ``CompoenvAction``); ``reset`` takes
-    ``seed``, ``task`` (a task id), ``task_index`` and ``episode_id``. Results are OpenEnv
-    ``StepResult``s of ``CompoenvObservation``; at the end ``result.reward`` is the rubric
-    score and ``result.metadata`` holds ``passes``, ``rubric``, ``score`` and ``binary``.
+    ``seed``, ``task`` (a task id), ``task_index`` and ``episode_id`` (a label of yours; the
+    server mints the episode's own id). Results are OpenEnv ``StepResult``s of
+    ``CompoenvObservation``; at the end ``result.reward`` is the rubric score and
+    ``result.metadata`` holds ``passes``, ``rubric``, ``score`` and ``binary``. The reset's
+    ``observation.text`` (the prompt as one text) is rebuilt here from its ``messages`` and
+    ``tools``, which the server sends once.
+
+    Args:
+        base_url: The server, e.g. ``http://cpu-node:8000``.
+        token: The server's bearer token (default: the first of ``$COMPOENV_SERVE_TOKEN``).
+        **kwargs: As OpenEnv's ``EnvClient`` (``headers``, timeouts...).
     """
+
+    def __init__(self, base_url: str | None = None, *, token: str | None = None,
+                 **kwargs: Any) -> None:
+        token = token or (os.environ.get(TOKEN_ENV, "").split(",")[0].strip() or None)
+        if token is not None:
+            kwargs["headers"] = {**(kwargs.get("headers") or {}),
+                                 "Authorization": f"Bearer {token}"}
+        super().__init__(base_url=base_url, **kwargs)
 
     def _step_payload(self, action: CompoenvAction | str) -> dict[str, Any]:
         if isinstance(action, str):
@@ -362,12 +569,21 @@ class CompoenvClient(EnvClient[CompoenvAction, CompoenvObservation, CompoenvStat
         return action.model_dump()
 
     def _parse_result(self, payload: dict[str, Any]) -> StepResult[CompoenvObservation]:
+        fields = payload.get("observation", {})
+        if not fields.get("text") and fields.get("messages") and fields.get("tools"):
+            fields = {**fields, "text": _prompt_text(fields["messages"], fields["tools"])}
         observation = CompoenvObservation.model_validate(
-            {**payload.get("observation", {}), "done": payload.get("done", False),
-             "reward": payload.get("reward")})
+            {**fields, "done": payload.get("done", False), "reward": payload.get("reward")})
         return StepResult(observation=observation, reward=payload.get("reward"),
                           done=bool(payload.get("done", False)),
                           metadata=payload.get("metadata") or observation.metadata)
 
     def _parse_state(self, payload: dict[str, Any]) -> CompoenvState:
         return CompoenvState.model_validate(payload)
+
+
+def _prompt_text(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
+    """The reset's text observation, as ``CompoWorldEnv.reset`` writes it, from its parts."""
+    system = next((m["content"] for m in messages if m.get("role") == "system"), "")
+    request = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
+    return bounded(reset_observation(system, tools, request))
