@@ -13,7 +13,6 @@ import gymnasium as gym
 from compoenv._cache import ViewCache, fresh_view, frozen, view_plan
 from compoenv.actions import MAX_ACTION_CHARS, CallError, parse_action, to_openai_tool_calls
 from compoenv.compose.config import ComposerConfig
-from compoenv.gateway import GATEWAY_TOOLS, Gateway
 from compoenv.prompts import reset_observation, system_prompt
 from compoenv.registry import Registry
 from compoenv.reward import Outcome, RubricResult, score_rubric
@@ -63,7 +62,16 @@ def _listing(services: tuple[str, ...], registry: Registry) -> Listing:
     return _listing_of(registry.tools(services))  # every env on these services shares it
 
 
-_GATEWAY_LISTING = _listing_of(GATEWAY_TOOLS.values())
+@lru_cache(maxsize=1)
+def _gateway() -> tuple[Any, Listing, dict[str, Any]]:
+    """The Gateway class, its listing and its schemas: imported (its meta-tools parsed) by the
+    first gateway-mode reset."""
+    from compoenv.gateway import GATEWAY_TOOLS, Gateway
+
+    return (Gateway, _listing_of(GATEWAY_TOOLS.values()),
+            {name: spec.parameters for name, spec in GATEWAY_TOOLS.items()})
+
+
 # a read-only view of each live task, made once (a Task is data: change a copy, not it)
 _TASK_VIEWS = ViewCache(lambda task: _view_of(frozen(task.model_dump(mode="json"))))
 
@@ -173,7 +181,7 @@ class CompoWorldEnv(gym.Env[str, str]):
         self.observation_space, self.action_space = _OBSERVATIONS, _ACTIONS
         self.task: Task | None = None
         self.session: Session | None = None
-        self._gateway: Gateway | None = None
+        self._gateway: Any = None  # the episode's Gateway, in gateway mode
         self.messages: list[dict[str, Any]] = []
         self._steps = 0
         self._done = False
@@ -193,9 +201,9 @@ class CompoWorldEnv(gym.Env[str, str]):
         self.session = Session([self.registry.get(n) for n in names], world,
                                self._simulator(task) or Simulator(OfflineWorldModel()))
         if self.mode == "gateway":
-            self._gateway = Gateway(self.session)
-            listing, self._tools = _GATEWAY_LISTING
-            self._schemas = {name: spec.parameters for name, spec in GATEWAY_TOOLS.items()}
+            gateway, (listing, self._tools), schemas = _gateway()
+            self._gateway = gateway(self.session)
+            self._schemas = dict(schemas)
         else:
             self._gateway = None
             listing, self._tools = _listing(tuple(task.services), self.registry)

@@ -371,8 +371,6 @@ def _spec_info(path: Path) -> ServiceInfo:
     that ``_class_info`` reads from the class ``service_from_spec`` makes of it."""
     import json
 
-    from compoenv.worldmodel.spec import SpecError
-
     try:
         spec = json.loads(path.read_text(encoding="utf-8"))
         name, description = spec["name"], inspect.cleandoc(spec["description"])
@@ -380,6 +378,8 @@ def _spec_info(path: Path) -> ServiceInfo:
                            " ".join((description or name).split("\n\n")[0].split()),
                            spec.get("version", "1"), tuple(spec.get("related", ())))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        from compoenv.worldmodel.spec import SpecError
+
         _spec_service(path)  # says what is wrong with the file, as loading it does
         raise SpecError(f"{path}: not a valid spec") from None
 

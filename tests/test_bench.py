@@ -13,7 +13,8 @@ FIGURES = [
     "reset_ms_median", "reset_ms_p90", "reset_compose_ms_median",
     "memory_kb_per_live_env_distinct_tasks", "memory_kb_per_live_env_one_step",
     "rss_kb_per_live_env_distinct_tasks", "rss_kb_per_live_env_one_step",
-    "step_over_bare_call_ratio", "step_us", "bare_call_us",
+    "step_over_bare_call_ratio", "step_us", "bare_call_us", "task_file_env_build_ms",
+    "task_file_mb",
 ]
 
 
