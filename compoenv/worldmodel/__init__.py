@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from compoenv._lazy import lazy_attributes
 from compoenv.worldmodel.base import (
     SimulatedService, SimState, ToolAnswer, ToolRequest, WorldModel, WorldModelError,
 )
@@ -20,15 +19,7 @@ __all__ = ["WorldModel", "ToolRequest", "ToolAnswer", "WorldModelError", "Simula
 _LAZY = {"simulator_from": "config", "world_model_from": "config", "SpecError": "spec",
          "load_spec": "spec", "service_from_spec": "spec", "validate_spec": "spec"}
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from importlib import import_module
-
-        value = getattr(import_module(f"compoenv.worldmodel.{_LAZY[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'compoenv.worldmodel' has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 def spec_services(folder: str, strict: bool = False) -> list[type[SimulatedService]]:
