@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 import gymnasium as gym
 
@@ -48,7 +49,7 @@ def _listing_of(specs: Any) -> Listing:
 def _reasoning(action: Any) -> str | None:
     """The ``reasoning_content`` of a message-shaped action, if it has text there (a hostile
     mapping that raises has none)."""
-    if not isinstance(action, Mapping):
+    if type(action) is str or not isinstance(action, Mapping):  # text: the common case
         return None
     try:
         reasoning = action.get("reasoning_content")

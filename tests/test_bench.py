@@ -74,6 +74,8 @@ def test_library_bench_loads_builds_and_composes_a_tiny_synthetic_corpus(tmp_pat
     assert result["tools"] == result["corpus"]["tools"] == 12 * 25
     assert result["start_tools"] > 0 and result["edges_counted_not_built"] > 0
     assert result["seeds"] == 6 and 0 < result["verified_tasks"] <= 6
+    assert result["library_over_builtin_per_cpu"] > 0
+    assert result["scenario_same_jobs"] is True  # services no scenario uses change no job
     assert set(result["meets"]) == set(result["targets"])
     assert all(isinstance(ok, bool) for ok in result["meets"].values())
 

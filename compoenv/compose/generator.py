@@ -66,6 +66,12 @@ class Composer:
                                  f"that the composer's services leave out")
         for name in self.config.require:
             self.registry.get(name)  # an unknown name fails here, with "did you mean"
+        if self.scenarios and not self.config.services:
+            # a job's walks stay inside its scenario's services: the others (an imported
+            # library's, say) can only be distractors, and neither slow nor change the jobs
+            used = {s for scenario in self.scenarios for s in scenario.services}
+            names = tuple(n for n in names if n in used)
+        self._walked = names
         # signatures come from library indexes: a service is built when a walk reaches it
         self.graph = ToolGraph(self.registry.signatures(names), self.registry.related,
                                self.registry.spec, self.registry.scope)
@@ -80,7 +86,7 @@ class Composer:
         """Build every service the composer walks over now, not when a walk first reaches it
         (a library's services are built on first use): a process that forks workers does it
         once, before, so that they share the services instead of each building them."""
-        self.registry.tools(self.config.services or self.registry.names())
+        self.registry.tools(self._walked)
         self._mount()
 
     def compose(self, seed: int) -> Task:
@@ -191,8 +197,7 @@ class Composer:
     def _mount(self) -> Mount:
         """The composer's services, mounted once for the sessions of all its attempts."""
         if self._mounted is None:
-            self._mounted = Mount.of(self.registry.get(n)
-                                     for n in self.config.services or self.registry.names())
+            self._mounted = Mount.of(self.registry.get(n) for n in self._walked)
         return self._mounted
 
     def _simulator(self) -> Any:
@@ -212,12 +217,13 @@ class Composer:
             return []
         pool = [n for n in (self.config.services or self.registry.names()) if n not in services]
         rng.shuffle(pool)
-        domains = {self.registry.get(s).domain for s in services}
+        info = self.registry.info  # what is known of a service without building it
+        domains = {info(s).domain for s in services}
 
         def near(name: str) -> int:
-            named = set(self.registry.get(name).related)
-            return (2 * (self.registry.get(name).domain in domains)
-                    + sum(name in self.registry.get(s).related or s in named for s in services))
+            named = set(info(name).related)
+            return (2 * (info(name).domain in domains)
+                    + sum(name in info(s).related or s in named for s in services))
 
         pool.sort(key=near, reverse=True)
         return sorted(pool[: self.config.distractors])
