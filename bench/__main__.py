@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 BENCHMARKS = {
-    "env": ("step throughput, reset latency, memory per live env, step vs bare tool call",
+    "coldstart": ("a fresh interpreter to the first reset of a given task, beside the floor of "
+                  "importing gymnasium alone; heavy modules imported on the way",
+                  "python -m bench.coldstart [--quick] [--out FILE]"),
+    "env": ("step throughput, reset latency, memory per live env, step vs bare tool call (by "
+            "the tool's cost), RSS per env sharing a 500-task file",
             "python -m bench.env [--quick] [--out FILE]"),
     "compose": ("verified tasks/s per core, a 10,000-task set's duplicates and motif coverage",
                 "python -m bench.compose [--quick] [--workers K] [--out FILE]"),

@@ -1,6 +1,7 @@
 """Library benchmark: a synthetic corpus of 2,000 services / 50,000 tools (spec files shaped like
 an imported one, ``bench.synthetic``): library load, tool-graph build time and peak memory, and
-composing with that library (free walks) in verified tasks per second per core.
+composing with that library (free walks) in verified tasks per second per core, and as a ratio
+to composing with the built-in library in the same run.
 
 Run ``python -m bench.library [--quick] [--services N] [--seeds N] [--out FILE]``: one JSON
 object on stdout, progress on stderr. The corpus and the seeds are fixed, so every run composes
@@ -33,6 +34,8 @@ TARGETS = {
     "graph_build_seconds": ("<=", 30),
     "graph_peak_mb": ("<=", 1024),
     "tasks_per_s_per_core": (">=", 50),
+    "library_over_builtin_per_cpu": (">=", 0.8),
+    "scenario_with_library_over_builtin_per_cpu": (">=", 0.8),
 }
 
 
@@ -84,16 +87,18 @@ def graph_build(registry: Registry) -> tuple[ToolGraph, dict[str, Any]]:
                    "rss_after_graph_mb": _rss_mb()}
 
 
-def composing(registry: Registry, seeds: int) -> dict[str, Any]:
-    """Free walks (the ``--scenarios none`` configuration) over a fixed range of seeds in one
-    process, warm as a generation worker is: verified tasks per second of wall and of CPU."""
-    config = ComposerConfig()
+def composing(registry: Registry, seeds: int,
+              config: ComposerConfig | None = None) -> dict[str, Any]:
+    """Free walks (the ``--scenarios none`` configuration; or ``config``'s) over a fixed range
+    of seeds in one process, warm as a generation worker is: verified tasks per second of wall
+    and of CPU."""
+    config = config or ComposerConfig()
     start = time.perf_counter()
     composer = worker_composer(config, lambda: registry)  # every service built, as a worker's
     built = time.perf_counter() - start
     for seed in range(config.worlds):
         World.get(seed).businesses  # built on first use, once per world
-    for index in range(20):  # graph views, caches, the services walks reach first
+    for index in range(min(20, seeds)):  # graph views, caches, the services walks reach first
         composer.attempt(derive_seed(10_000, index))
     settle()
     warm = time.perf_counter() - start
@@ -117,8 +122,17 @@ def composing(registry: Registry, seeds: int) -> dict[str, Any]:
             "rss_after_composing_mb": _rss_mb()}
 
 
+def builtin_rate(seeds: int) -> dict[str, Any]:
+    """The same composing, in the same run, with the built-in library: the rate an imported
+    library's is held to (``library_over_builtin_per_cpu``)."""
+    measured = composing(Registry.default(), seeds)
+    return {"builtin_tasks_per_s_per_core": measured["tasks_per_s_per_core"],
+            "builtin_tasks_per_cpu_s": measured["tasks_per_cpu_s"]}
+
+
 def run(services: int, seeds: int, seed: int = 0) -> dict[str, Any]:
-    """Write the corpus, then measure load, graph build and composing."""
+    """Write the corpus, then measure load, graph build and composing (and composing with the
+    built-in library, for the ratio)."""
     result: dict[str, Any] = machine_calibration()
     with tempfile.TemporaryDirectory(prefix="compoenv-bench-library-") as tmp:
         folder = Path(tmp) / "synthetic"
@@ -134,7 +148,33 @@ def run(services: int, seeds: int, seed: int = 0) -> dict[str, Any]:
         del graph
         log(f"graph built in {result['graph_build_seconds']} s; composing {seeds} seeds")
         result.update(composing(registry, seeds))
+        log(f"composing {seeds} seeds with the built-in library")
+        result.update(builtin_rate(seeds))
+        result["library_over_builtin_per_cpu"] = round(
+            result["tasks_per_cpu_s"] / max(result["builtin_tasks_per_cpu_s"], 1e-9), 3)
+        log(f"scenario jobs, {seeds} seeds, with and without the library beside the built-in")
+        result.update(scenario_jobs(folder, seeds))
     return result
+
+
+def scenario_jobs(folder: Path, seeds: int) -> dict[str, Any]:
+    """Scenario jobs (every built-in scenario) composed on the built-in library alone and with
+    ``folder``'s services beside it, which no scenario uses (distractor-only): the rate ratio,
+    and whether the same seeds gave the same jobs."""
+    from compoenv.scenarios import resolve
+
+    measured = {}
+    for name, registry in (("builtin", Registry.default()),
+                           ("with_library", Registry.default([folder]))):
+        config = ComposerConfig(scenarios=resolve("all", Registry.default().names()))
+        measured[name] = composing(registry, seeds, config)
+    alone, beside = measured["builtin"], measured["with_library"]
+    return {"scenario_builtin_tasks_per_cpu_s": alone["tasks_per_cpu_s"],
+            "scenario_with_library_tasks_per_cpu_s": beside["tasks_per_cpu_s"],
+            "scenario_with_library_over_builtin_per_cpu": round(
+                beside["tasks_per_cpu_s"] / max(alone["tasks_per_cpu_s"], 1e-9), 3),
+            "scenario_same_jobs": (alone["verified_tasks"], alone["rejections"])
+            == (beside["verified_tasks"], beside["rejections"])}
 
 
 def main(argv: list[str] | None = None) -> None:

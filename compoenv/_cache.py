@@ -152,27 +152,24 @@ def thawed(data: Any) -> Any:
     return data
 
 
-def fresh_view(view: FrozenDict, nested: tuple[Any, ...] | None = None) -> FrozenDict:
+def fresh_view(view: FrozenDict, plan: tuple[Any, ...] | None = None) -> FrozenDict:
     """New dict objects over the same read-only content (lists and their items are shared):
     what an ``info`` needs, as Gymnasium's checker asks each call for dicts of its own.
-    ``nested``: the keys whose values are dicts, when known (``nested_keys``)."""
-    out = FrozenDict(view)
-    for key in nested_keys(view) if nested is None else nested:
-        _set(out, key, _fresh(view[key]))
-    return out
+    ``plan``: where ``view``'s nested dicts are (``view_plan``), when known."""
+    return _fresh(view, view_plan(view) if plan is None else plan)
 
 
-def _fresh(view: FrozenDict) -> FrozenDict:
+def _fresh(view: FrozenDict, plan: tuple[Any, ...]) -> FrozenDict:
     out = FrozenDict(view)
-    for key, value in view.items():
-        if type(value) is FrozenDict:
-            _set(out, key, _fresh(value))
+    for key, inner in plan:
+        _set(out, key, _fresh(view[key], inner))
     return out
 
 
 _set = dict.__setitem__
 
 
-def nested_keys(view: FrozenDict) -> tuple[Any, ...]:
-    """The keys of ``view`` whose values are read-only dicts."""
-    return tuple(k for k, v in view.items() if type(v) is FrozenDict)
+def view_plan(view: FrozenDict) -> tuple[Any, ...]:
+    """Where a read-only view's nested dicts are, for ``fresh_view``: ``(key, plan)`` pairs
+    of the keys whose values are read-only dicts (made once per view, not per copy)."""
+    return tuple((k, view_plan(v)) for k, v in view.items() if type(v) is FrozenDict)

@@ -60,6 +60,7 @@ _DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite
 # Python actions become JSON data by a round trip through this encoder: sets, bytes, objects,
 # NaN, circular containers and integers over json's digit limit make it raise
 _STRICT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_ARGUMENTS = json.JSONEncoder(ensure_ascii=False)  # json.dumps(..., ensure_ascii=False), made once
 _Schemas = Mapping[str, Mapping[str, Any]] | None
 _JSON_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string", dict: "object",
                list: "array", type(None): "null"}
@@ -258,7 +259,7 @@ def render_calls(calls: Sequence[ToolCall], fmt: str = "hermes", content: str = 
 def to_openai_tool_calls(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
     """Convert calls to OpenAI chat ``tool_calls`` entries, arguments as a JSON string."""
     return [{"id": c.id, "type": "function", "function": {
-        "name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}} for c in calls]
+        "name": c.name, "arguments": _ARGUMENTS.encode(c.arguments)}} for c in calls]
 
 
 # --- text ---------------------------------------------------------------------------------

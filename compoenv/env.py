@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 import gymnasium as gym
 
-from compoenv._cache import ViewCache, fresh_view, frozen, nested_keys
+from compoenv._cache import ViewCache, fresh_view, frozen, view_plan
 from compoenv.actions import MAX_ACTION_CHARS, CallError, parse_action, to_openai_tool_calls
-from compoenv.compose import Composer, ComposerConfig
-from compoenv.gateway import GATEWAY_TOOLS, Gateway
+from compoenv.compose.config import ComposerConfig
 from compoenv.prompts import reset_observation, system_prompt
 from compoenv.registry import Registry
 from compoenv.reward import Outcome, RubricResult, score_rubric
@@ -22,7 +22,7 @@ from compoenv.session import Session, render_result
 from compoenv.spaces import MAX_OBSERVATION_CHARS, SAFE_OUTPUT_CHARS, TextSpace, bounded, \
     tool_output_limit
 from compoenv.task import Task
-from compoenv.task_check import load_checked
+from compoenv.task_check import load_checked, shared_tasks
 from compoenv.world import World
 from compoenv.worldmodel.offline import OfflineWorldModel
 from compoenv.worldmodel.simulator import Simulator
@@ -49,7 +49,7 @@ def _listing_of(specs: Any) -> Listing:
 def _reasoning(action: Any) -> str | None:
     """The ``reasoning_content`` of a message-shaped action, if it has text there (a hostile
     mapping that raises has none)."""
-    if not isinstance(action, Mapping):
+    if type(action) is str or not isinstance(action, Mapping):  # text: the common case
         return None
     try:
         reasoning = action.get("reasoning_content")
@@ -63,13 +63,22 @@ def _listing(services: tuple[str, ...], registry: Registry) -> Listing:
     return _listing_of(registry.tools(services))  # every env on these services shares it
 
 
-_GATEWAY_LISTING = _listing_of(GATEWAY_TOOLS.values())
+@lru_cache(maxsize=1)
+def _gateway() -> tuple[Any, Listing, dict[str, Any]]:
+    """The Gateway class, its listing and its schemas: imported (its meta-tools parsed) by the
+    first gateway-mode reset."""
+    from compoenv.gateway import GATEWAY_TOOLS, Gateway
+
+    return (Gateway, _listing_of(GATEWAY_TOOLS.values()),
+            {name: spec.parameters for name, spec in GATEWAY_TOOLS.items()})
+
+
 # a read-only view of each live task, made once (a Task is data: change a copy, not it)
 _TASK_VIEWS = ViewCache(lambda task: _view_of(frozen(task.model_dump(mode="json"))))
 
 
-def _view_of(view: Any) -> tuple[Any, tuple[str, ...]]:
-    return view, nested_keys(view)  # the keys an info's fresh copy makes new dicts for
+def _view_of(view: Any) -> tuple[Any, tuple[Any, ...]]:
+    return view, view_plan(view)  # where an info's fresh copy makes new dicts
 
 
 class CompoWorldEnv(gym.Env[str, str]):
@@ -85,8 +94,10 @@ class CompoWorldEnv(gym.Env[str, str]):
     Args:
         tasks: A JSONL path or a list of Tasks (or dicts), checked against ``registry`` when
             the env is built (a missing service or tool is a ``TaskFileError`` naming the line;
-            a changed service version a ``StaleTaskWarning``); default: compose a fresh
-            verified task at each reset. ``reset()`` draws a task with the env's RNG;
+            a changed service version a ``StaleTaskWarning``); a file is parsed and checked
+            once per process, every env on it sharing its tasks (a read-only tuple); default:
+            compose a fresh verified task at each reset. ``reset()`` draws a task with the
+            env's RNG;
             ``reset(options={"index": i})`` plays task ``i`` (modulo the count), and
             ``reset(options={"task": t})`` plays ``t``: a Task, a dict, a task JSON string, or
             the id of a loaded task.
@@ -141,14 +152,20 @@ class CompoWorldEnv(gym.Env[str, str]):
                              "registry of libraries alone)")
         libraries = [library] if isinstance(library, (str, Path)) else list(library or ())
         self.registry = registry or Registry.default(libraries)
-        self.tasks: list[Task] | None = (None if tasks is None
-                                         else load_checked(tasks, self.registry))
+        # a task file is parsed and checked once per process, its tasks shared by every env
+        self.tasks: Sequence[Task] | None = None
+        self._by_id: dict[str, Task] | None = None
+        longest = 0
+        if isinstance(tasks, (str, Path)):
+            shared = shared_tasks(tasks, self.registry)
+            self.tasks, self._by_id, longest = shared.tasks, shared.by_id, shared.longest
+        elif tasks is not None:
+            self.tasks = load_checked(tasks, self.registry)
+            longest = max((len(t.solution) for t in self.tasks), default=0)
         if self.tasks is not None and not self.tasks:
             where = f" ({tasks} has no tasks)" if isinstance(tasks, (str, Path)) else ""
             raise ValueError(f"tasks is empty{where}: give at least one task, or None to compose")
-        self._by_id: dict[str, Task] | None = None
         if max_steps is None:  # one call an action, the final answer, and a little slack
-            longest = max((len(t.solution) for t in self.tasks or ()), default=0)
             self.max_steps = max(20, longest + 4, 48 if scenarios is not None else 0)
         low, high = (hops, hops) if isinstance(hops, int) else hops
         if distractors is None:  # the gateway lists a few unrelated services by default
@@ -161,11 +178,11 @@ class CompoWorldEnv(gym.Env[str, str]):
         self._config = ComposerConfig(min_hops=low, max_hops=high, min_services=min_services,
                                       services=tuple(services) if services else None,
                                       distractors=distractors, **extra)
-        self._composer: Composer | None = None
+        self._composer: Any = None  # a Composer, built (and imported) at the first draw
         self.observation_space, self.action_space = _OBSERVATIONS, _ACTIONS
         self.task: Task | None = None
         self.session: Session | None = None
-        self._gateway: Gateway | None = None
+        self._gateway: Any = None  # the episode's Gateway, in gateway mode
         self.messages: list[dict[str, Any]] = []
         self._steps = 0
         self._done = False
@@ -185,9 +202,9 @@ class CompoWorldEnv(gym.Env[str, str]):
         self.session = Session([self.registry.get(n) for n in names], world,
                                self._simulator(task) or Simulator(OfflineWorldModel()))
         if self.mode == "gateway":
-            self._gateway = Gateway(self.session)
-            listing, self._tools = _GATEWAY_LISTING
-            self._schemas = {name: spec.parameters for name, spec in GATEWAY_TOOLS.items()}
+            gateway, (listing, self._tools), schemas = _gateway()
+            self._gateway = gateway(self.session)
+            self._schemas = dict(schemas)
         else:
             self._gateway = None
             listing, self._tools = _listing(tuple(task.services), self.registry)
@@ -234,6 +251,8 @@ class CompoWorldEnv(gym.Env[str, str]):
                 index = int(self.np_random.integers(len(self.tasks)))
             return self.tasks[int(index) % len(self.tasks)]
         if self._composer is None:
+            from compoenv.compose.generator import Composer
+
             self._composer = Composer(self.registry, self._config)
         return self._composer.sample(int(self.np_random.integers(2**31 - 1)))
 

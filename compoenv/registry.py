@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import functools
-
 import importlib
+import inspect
 import os
 import pkgutil
 import threading
@@ -93,6 +93,7 @@ class Registry:
         self._classes: dict[str, type[Service]] = {}        # built
         self._infos: dict[str, ServiceInfo] = {}            # every service, by registry name
         self._files: dict[str, tuple[Path, ServiceInfo]] = {}  # not built: library, own info
+        self._deferred: dict[str, Path] = {}                # not built: a built-in spec file
         self._signatures: dict[str, tuple[ToolSignature, ...]] = {}
         self._lock = threading.RLock()
         self._recipe: tuple[Any, tuple[Any, ...]] | None = None
@@ -110,10 +111,33 @@ class Registry:
         if cls.name in self._files:
             root, info = self._files[cls.name]
             raise RegistryError(_duplicate(cls, str(root / str(info.file))))
+        if cls.name in self._deferred:
+            raise RegistryError(_duplicate(cls, str(self._deferred[cls.name])))
         self._classes[cls.name] = cls
         self._infos[cls.name] = _class_info(cls)
         self._recipe = None
         return cls
+
+    def _add_spec_file(self, path: Path) -> None:
+        """Add a spec-only service of the built-in library, built (validated, its tools
+        parsed) when first used: its info is read from the file now."""
+        info = _spec_info(path)
+        if info.name in self._infos:
+            raise RegistryError(f"Duplicate service name {info.name!r}: {path} and "
+                                f"{self._where(info.name)}. Service names must be unique; "
+                                f"rename one.")
+        self._deferred[info.name] = path
+        self._infos[info.name] = info
+        self._recipe = None
+
+    def _where(self, name: str) -> str:
+        if name in self._classes:
+            cls = self._classes[name]
+            return f"{cls.__module__}.{cls.__qualname__}"
+        if name in self._deferred:
+            return str(self._deferred[name])
+        root, info = self._files[name]
+        return str(root / str(info.file))
 
     def add_library(self, path: PathLike, *, trust_code: bool | None = None) -> Library:
         """Add the services of a library (a folder, or one spec or module file). A service
@@ -168,14 +192,18 @@ class Registry:
         cls = self._classes.get(name)
         if cls is not None:
             return cls
-        if name not in self._files:
+        if name not in self._files and name not in self._deferred:
             raise RegistryError(did_you_mean(name, self._infos, "service"))
         with self._lock:
             if name not in self._classes:
-                root, info = self._files[name]
-                # its library was opened, so its modules (if any) were trusted then
-                self._classes[name] = load_service(root, info, name, self._infos[name].related,
-                                                   trust_code=True)
+                if name in self._deferred:
+                    self._classes[name] = _spec_service(self._deferred[name])
+                else:
+                    root, info = self._files[name]
+                    # its library was opened, so its modules (if any) were trusted then
+                    self._classes[name] = load_service(root, info, name,
+                                                       self._infos[name].related,
+                                                       trust_code=True)
             return self._classes[name]
 
     def loaded(self, name: str) -> bool:
@@ -290,8 +318,8 @@ class Registry:
         with _LOCK:
             if paths not in _DEFAULT:
                 registry = cls(_discover("envs_library"))
-                for svc in _spec_services():
-                    registry.add(svc)
+                for spec_file in _spec_files():
+                    registry._add_spec_file(spec_file)
                 for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
                     loaded = ep.load()
                     for svc in (_discover(loaded.__name__)
@@ -337,13 +365,37 @@ def _default_with(libraries: tuple[str, ...]) -> Registry:
     return Registry.default(libraries)
 
 
-def _spec_services() -> list[type[Service]]:
-    """The spec-only services of envs_library/specs (answered by the world model)."""
+def _spec_files() -> list[Path]:
+    """The spec files of envs_library/specs (spec-only services, answered by the world
+    model), sorted by name."""
     import envs_library
-    from compoenv.worldmodel import spec_services
 
     folder = Path(envs_library.__file__).with_name("specs")
-    return list(spec_services(str(folder))) if folder.is_dir() else []
+    return sorted(folder.glob("*.json")) if folder.is_dir() else []
+
+
+def _spec_info(path: Path) -> ServiceInfo:
+    """What the registry keeps of a built-in spec before it is built: the fields of its file
+    that ``_class_info`` reads from the class ``service_from_spec`` makes of it."""
+    import json
+
+    try:
+        spec = json.loads(path.read_text(encoding="utf-8"))
+        name, description = spec["name"], inspect.cleandoc(spec["description"])
+        return ServiceInfo(name, "spec", spec["domain"],
+                           " ".join((description or name).split("\n\n")[0].split()),
+                           spec.get("version", "1"), tuple(spec.get("related", ())))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        from compoenv.worldmodel.spec import SpecError
+
+        _spec_service(path)  # says what is wrong with the file, as loading it does
+        raise SpecError(f"{path}: not a valid spec") from None
+
+
+def _spec_service(path: Path) -> type[Service]:
+    from compoenv.worldmodel import SimulatedService, load_spec, service_from_spec
+
+    return service_from_spec(load_spec(path, False), SimulatedService)
 
 
 def _discover(package: str) -> list[type[Service]]:

@@ -37,9 +37,11 @@ class Raised:
 
 @dataclass(frozen=True)
 class Lost:
-    """The worker died (its process, or its Ray actor); what it was playing did not finish."""
+    """The worker died (its process, or its Ray actor); what it was playing did not finish.
+    ``before_start``: it died before its env was built, so it played nothing."""
 
     message: str
+    before_start: bool = False
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,10 @@ class _Broken:
 
 
 Outcome = dict[str, Any] | Raised | Lost | _Broken
+_READY = -2  # the episode index of a worker process's first message: its env is built
+# workers of one slot that may die in a row before building their env (a script that spawns
+# processes without an ``if __name__ == "__main__":`` guard kills every one it starts)
+START_TRIES = 3
 Event = tuple[int, int, Outcome]  # (worker slot, episode index or -1, what happened)
 Play = Callable[[CompoWorldEnv, Episode], dict[str, Any] | Raised]  # picklable: it travels
 
@@ -109,6 +115,7 @@ def _serve(conn: Connection, env_kwargs: Mapping[str, Any], play: Play) -> None:
         conn.send((-1, env))
         return
     try:
+        conn.send((_READY, None))
         while (episodes := conn.recv()) is not None:
             for episode in episodes:
                 conn.send((episode[0], play(env, episode)))
@@ -132,6 +139,7 @@ class Processes:
         self.width = workers
         self.workers = [self._start() for _ in range(workers)]
         self.busy = [0] * workers  # episodes sent and not yet answered
+        self.ready = [False] * workers  # the slot's process has built its env
 
     def _start(self) -> tuple[BaseProcess, Connection]:
         here, there = self.context.Pipe()
@@ -158,6 +166,9 @@ class Processes:
             try:
                 while conn.poll():  # every record sent before a death is read first
                     index, outcome = conn.recv()
+                    if index == _READY:
+                        self.ready[slot] = True
+                        continue
                     self.busy[slot] -= 1
                     events.append((slot, index, outcome))
             except (EOFError, OSError):
@@ -168,13 +179,15 @@ class Processes:
             process.join()
             code = process.exitcode or 0
             how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
-            events.append((slot, -1, Lost(f"worker process {process.pid} died ({how})")))
+            events.append((slot, -1, Lost(f"worker process {process.pid} died ({how})",
+                                          before_start=not self.ready[slot])))
         return events
 
     def replace(self, slot: int) -> None:
         self.workers[slot][1].close()
         self.workers[slot] = self._start()
         self.busy[slot] = 0
+        self.ready[slot] = False
 
     def close(self) -> None:
         for _, conn in self.workers:
@@ -237,14 +250,17 @@ def play_all(backend: Backend, todo: deque[Episode], size: int, retries: int,
     """Plays ``todo``, a chunk of ``size`` at a time per worker, calling ``finish(episode,
     outcome, attempts)`` once per episode with its record, its Raised, or the Lost of its last
     attempt. A dead worker is replaced; the episode it was playing is tried again up to
-    ``retries`` times, those queued behind it are sent again (not charged). Returns
+    ``retries`` times, those queued behind it are sent again (not charged); a worker that died
+    before building its env played nothing, and its episodes are all sent again. Returns
     ``(retried, workers_lost)``.
 
     Raises:
-        RolloutError: a worker could not build its env.
+        RolloutError: a worker could not build its env, or ``START_TRIES`` workers in a row
+            of one slot died before building it.
     """
     inflight: list[dict[int, Episode]] = [{} for _ in range(backend.width)]
     deaths: Counter[int] = Counter()
+    unstarted = [0] * backend.width  # deaths in a row of the slot's workers before their env
     retried = lost = 0
     size = 1 if backend.one_at_a_time else size
     while todo or any(inflight):
@@ -257,13 +273,22 @@ def play_all(backend: Backend, todo: deque[Episode], size: int, retries: int,
             if isinstance(outcome, _Broken):
                 raise RolloutError(f"a worker could not build its env:\n{outcome.traceback}")
             if not isinstance(outcome, Lost):
+                unstarted[slot] = 0
                 finish(inflight[slot].pop(index), outcome, deaths[index] + 1)
                 continue
             lost += 1
+            if outcome.before_start:
+                unstarted[slot] += 1
+                if unstarted[slot] >= START_TRIES:
+                    raise RolloutError(_unstarted_error(outcome, unstarted[slot]))
             backend.replace(slot)
             queue, inflight[slot] = list(inflight[slot].values()), {}
             log.warning("%s; it was %s", outcome.message,
+                        "starting" if outcome.before_start else
                         f"playing {describe(queue[0])}" if queue else "idle")
+            if outcome.before_start:  # it played nothing: nothing is charged
+                todo.extendleft(reversed(queue))
+                continue
             if not queue:
                 continue
             culprit = queue[0]
@@ -275,3 +300,11 @@ def play_all(backend: Backend, todo: deque[Episode], size: int, retries: int,
                 retried += 1
                 todo.appendleft(culprit)
     return retried, lost
+
+
+def _unstarted_error(outcome: Lost, tries: int) -> str:
+    return (f"{tries} worker processes in a row died before building their env (the last: "
+            f"{outcome.message}), so the run stops. Worker processes are spawned: they import "
+            f"the script that started the run, so a script must start rollouts under an "
+            f"`if __name__ == \"__main__\":` guard (the workers' own error is printed above "
+            f"this one); or run with workers=1, in this process.")

@@ -11,9 +11,8 @@ answer never differs; messages for invalid values always come from jsonschema.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any, Callable
-
-from jsonschema import Draft202012Validator
 
 from compoenv._cache import ByIdentity
 
@@ -23,8 +22,15 @@ Check = Callable[[Any], bool]
 
 # Keywords that can make a value invalid; every other key (title, description, x-interface,
 # OpenAPI's nullable, ...) is ignored by Draft 2020-12 and so here. "format" is asserted only
-# with a format checker, which validator_for does not use.
-_ASSERTING = frozenset(Draft202012Validator.VALIDATORS) - {"format"}
+# with a format checker, which validator_for does not use. (jsonschema is imported at the first
+# compile: a process that only plays implemented services may never need it.)
+@lru_cache(maxsize=1)
+def _asserting() -> frozenset[str]:
+    from jsonschema import Draft202012Validator
+
+    return frozenset(Draft202012Validator.VALIDATORS) - {"format"}
+
+
 _SCALARS = {"string": (str,), "boolean": (bool,), "null": (type(None),), "object": (dict,),
             "array": (list,)}
 
@@ -82,7 +88,7 @@ def _compile(schema: Any) -> Check:
         raise _Unsupported("schema")
     checks: list[Check] = []
     for key, arg in schema.items():
-        if key not in _ASSERTING:
+        if key not in _asserting():
             continue
         checks.append(_keyword(key, arg, schema))
     if not checks:

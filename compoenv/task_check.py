@@ -12,7 +12,11 @@ the older service.
 
 from __future__ import annotations
 
+import os
+import threading
 import warnings
+import weakref
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -22,7 +26,8 @@ from compoenv.schema import brief, is_valid
 from compoenv.service import ToolSpec, did_you_mean, split_qualified
 from compoenv.task import Task, TaskFileError, iter_numbered_tasks
 
-__all__ = ["StaleTaskWarning", "TaskCheck", "check_task", "load_checked"]
+__all__ = ["StaleTaskWarning", "TaskCheck", "check_task", "load_checked", "shared_tasks",
+           "SharedTasks"]
 
 
 class StaleTaskWarning(UserWarning):
@@ -49,7 +54,7 @@ def check_task(task: Task, registry: Registry) -> TaskCheck:
                                 + " Install or register it, or recompose the task.")
             continue
         recorded = task.fingerprint.get(name)
-        current = registry.get(name).version
+        current = registry.info(name).version  # without building the service
         if recorded is not None and recorded != current:
             check.stale.append((name, recorded, current))
     for i, call in enumerate(task.solution):
@@ -151,6 +156,61 @@ def load_checked(source: str | Path | Sequence[Task | dict[str, Any]],
         StaleTaskWarning: once per changed service, with how many tasks use it and where the
             first one is.
     """
+    tasks, stale = _checked(source, registry)
+    _warn(stale)
+    return tasks
+
+
+@dataclass(frozen=True)
+class SharedTasks:
+    """A task file as every env of a process shares it: its tasks (a tuple, read-only by
+    convention: a Task is data), their ids, the longest solution, and the stale-service
+    warnings its check gave (repeated to each env that loads it, as a fresh check would)."""
+
+    tasks: tuple[Task, ...]
+    by_id: dict[str, Task]
+    longest: int
+    stale: tuple[str, ...]
+
+
+_SHARED_LOCK = threading.Lock()
+# registry -> (path, inode, mtime, size) -> the checked file; a registry's files go with it
+_SHARED: weakref.WeakKeyDictionary[Registry, OrderedDict[tuple[str, int, int, int], SharedTasks]] = \
+    weakref.WeakKeyDictionary()
+_SHARED_FILES = 8  # files kept per registry
+
+
+def shared_tasks(path: str | Path, registry: Registry) -> SharedTasks:
+    """The checked tasks of a JSONL file, parsed and checked once per process (per registry
+    and version of the file: a file rewritten since is read again) and shared by every env
+    that plays it. Raises and warns as ``load_checked`` does."""
+    try:
+        stat = os.stat(path)
+        key = (os.path.realpath(path), stat.st_ino, stat.st_mtime_ns, stat.st_size)
+    except OSError:
+        key = None  # missing or unreadable: load_checked says why
+    with _SHARED_LOCK:
+        files = _SHARED.get(registry)
+        found = files.get(key) if files is not None and key is not None else None
+        if found is not None:
+            files.move_to_end(key)
+    if found is None:
+        tasks, stale = _checked(path, registry)
+        found = SharedTasks(tuple(tasks), {t.id: t for t in tasks},
+                            max((len(t.solution) for t in tasks), default=0), tuple(stale))
+        if key is not None:
+            with _SHARED_LOCK:
+                files = _SHARED.setdefault(registry, OrderedDict())
+                found = files.setdefault(key, found)
+                while len(files) > _SHARED_FILES:
+                    files.popitem(last=False)
+    _warn(found.stale)
+    return found
+
+
+def _checked(source: str | Path | Sequence[Task | dict[str, Any]],
+             registry: Registry) -> tuple[list[Task], list[str]]:
+    """The checked tasks of ``source`` and the text of its stale-service warnings."""
     if isinstance(source, (str, Path)):
         numbered: Iterable[tuple[str, Task]] = (
             (f"{source}:{line}", task) for line, task in iter_numbered_tasks(source))
@@ -167,13 +227,16 @@ def load_checked(source: str | Path | Sequence[Task | dict[str, Any]],
             first, count = stale.get(key, (where, 0))
             stale[key] = (first, count + 1)
         tasks.append(task)
-    for (name, recorded, current), (first, count) in stale.items():
-        warnings.warn(StaleTaskWarning(
-            f"{first}: {count} task(s) were composed with version {recorded!r} of service "
-            f"{name!r}, the library has version {current!r}; their solutions were verified "
-            f"against the old service, so recompose them (compoenv generate) to be sure they "
-            f"still score 1.0"), stacklevel=2)
-    return tasks
+    return tasks, [
+        f"{first}: {count} task(s) were composed with version {recorded!r} of service "
+        f"{name!r}, the library has version {current!r}; their solutions were verified "
+        f"against the old service, so recompose them (compoenv generate) to be sure they "
+        f"still score 1.0" for (name, recorded, current), (first, count) in stale.items()]
+
+
+def _warn(stale: Iterable[str]) -> None:
+    for text in stale:
+        warnings.warn(StaleTaskWarning(text), stacklevel=3)
 
 
 def _coerce(value: Any, index: int) -> Task:

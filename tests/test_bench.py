@@ -13,7 +13,8 @@ FIGURES = [
     "reset_ms_median", "reset_ms_p90", "reset_compose_ms_median",
     "memory_kb_per_live_env_distinct_tasks", "memory_kb_per_live_env_one_step",
     "rss_kb_per_live_env_distinct_tasks", "rss_kb_per_live_env_one_step",
-    "step_over_bare_call_ratio", "step_us", "bare_call_us",
+    "step_over_bare_call_ratio", "step_us", "bare_call_us", "task_file_env_build_ms",
+    "task_file_mb",
 ]
 
 
@@ -73,6 +74,8 @@ def test_library_bench_loads_builds_and_composes_a_tiny_synthetic_corpus(tmp_pat
     assert result["tools"] == result["corpus"]["tools"] == 12 * 25
     assert result["start_tools"] > 0 and result["edges_counted_not_built"] > 0
     assert result["seeds"] == 6 and 0 < result["verified_tasks"] <= 6
+    assert result["library_over_builtin_per_cpu"] > 0
+    assert result["scenario_same_jobs"] is True  # services no scenario uses change no job
     assert set(result["meets"]) == set(result["targets"])
     assert all(isinstance(ok, bool) for ok in result["meets"].values())
 

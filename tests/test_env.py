@@ -242,3 +242,28 @@ def test_render_ansi_returns_last_observation(task):
 def test_env_is_importable_lazily_from_package():
     assert compoenv.CompoWorldEnv is CompoWorldEnv
     assert isinstance(compoenv.Task, type) and issubclass(compoenv.Task, Task)
+
+
+def test_playing_a_given_task_imports_and_builds_only_what_it_needs(tmp_path, tasks50):
+    """A fresh process that plays a task file imports no composer and no inflect, and builds
+    no spec service the task does not list (what keeps its cold start short)."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "one.jsonl"
+    save_tasks(tasks50[:1], path)
+    script = (
+        "import sys, gymnasium as gym, compoenv\n"
+        "from compoenv.registry import Registry\n"
+        f"env = gym.make('CompoWorld-v0', tasks={str(path)!r})\n"
+        "env.reset(seed=0)\n"
+        "registry = Registry.default()\n"
+        "import json\n"
+        "print(json.dumps([m for m in ('inflect', 'compoenv.compose.generator', 'networkx')"
+        " if m in sys.modules]))\n"
+        "print(json.dumps([n for n in registry.names() if registry.loaded(n)"
+        " and registry.info(n).kind == 'spec']))\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert json.loads(out[0]) == []
+    assert set(json.loads(out[1])) <= set(tasks50[0].services)

@@ -211,3 +211,26 @@ def test_resuming_needs_distinct_task_ids(tasks, tmp_path):
 def test_workers_that_cannot_build_their_env_stop_the_run_instead_of_dying_again(tasks):
     with pytest.raises(RolloutError, match=r"(?s)could not build its env.*mode must be one of"):
         run_rollouts(tasks[:2], env_kwargs={"mode": "telepathy"}, workers=2)
+
+
+def test_workers_that_die_before_building_their_env_stop_the_run_after_a_few_tries(tasks,
+                                                                                   tmp_path):
+    """A script without a ``__main__`` guard: every spawned worker runs it again and dies
+    before its env is built; the run fails naming the cause instead of respawning forever."""
+    import subprocess
+
+    from compoenv.rollout_workers import START_TRIES
+    from compoenv.task import save_tasks
+
+    save_tasks(tasks[:2], tmp_path / "tasks.jsonl")
+    script = tmp_path / "unguarded.py"
+    script.write_text("from compoenv.rollout import run_rollouts\n"
+                      "from compoenv.task import load_tasks\n"
+                      f"run_rollouts(load_tasks({str(tmp_path / 'tasks.jsonl')!r}), workers=2)\n"
+                      "print('finished')\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert done.returncode != 0 and "finished" not in done.stdout
+    assert f"RolloutError: {START_TRIES} worker processes in a row died before building " \
+           f"their env" in done.stderr
+    assert 'if __name__ == "__main__":' in done.stderr

@@ -98,3 +98,21 @@ def test_iterating_a_task_file_plays_every_task_in_order(task_file, tasks50):
     env = CompoWorldEnv(str(task_file))
     ids = [env.reset(options={"index": i})[1]["task"]["id"] for i in range(len(env.tasks))]
     assert ids == [t.id for t in tasks50[:4]]
+
+
+def test_a_task_file_is_checked_once_and_shared_by_every_env_on_it(task_file, tasks50):
+    first, second = CompoWorldEnv(str(task_file)), CompoWorldEnv(task_file)
+    assert isinstance(first.tasks, tuple) and first.tasks is second.tasks
+    assert first.reset(options={"index": 1})[1]["task"]["id"] == tasks50[1].id
+    _rewrite_line(task_file, 0, tasks50[4])  # a file rewritten since is read again
+    third = CompoWorldEnv(str(task_file))
+    assert third.tasks is not first.tasks and third.tasks[0].id == tasks50[4].id
+
+
+def test_a_shared_task_file_warns_each_env_of_its_stale_services(task_file, tasks50):
+    service = tasks50[0].services[0]
+    _rewrite_line(task_file, 0, tasks50[0].model_copy(
+        update={"fingerprint": {**tasks50[0].fingerprint, service: "0.9"}}))
+    for _ in range(2):  # the second env reuses the check, and is told the same
+        with pytest.warns(StaleTaskWarning, match=rf"tasks\.jsonl:1: 1 task\(s\) .* '{service}'"):
+            CompoWorldEnv(str(task_file))

@@ -1,10 +1,18 @@
-"""Task composition: random walks over the tool graph, instruction rendering, rubric, verification."""
+"""Task composition: random walks over the tool graph, instruction rendering, rubric, verification.
 
-from compoenv.compose.generator import Composer, ComposerConfig, derive_seed
-from compoenv.compose.motifs import MOTIFS
-from compoenv.compose.verify import oracle_message, replay, verify_task
-from compoenv.compose.walk import Rejected
-from compoenv.compose.doctor import diagnose
+The names below are imported when first used: ``compoenv.compose.config`` (the options and the
+motif names) is all that playing given tasks needs.
+"""
+
+from __future__ import annotations
+
+from compoenv._lazy import lazy_attributes
+from compoenv.compose.config import MOTIFS, ComposerConfig
 
 __all__ = ["Composer", "ComposerConfig", "MOTIFS", "Rejected", "derive_seed", "diagnose",
            "oracle_message", "replay", "verify_task"]
+
+_WHERE = {"Composer": "generator", "derive_seed": "generator", "oracle_message": "verify",
+          "replay": "verify", "verify_task": "verify", "Rejected": "walk", "diagnose": "doctor"}
+
+__getattr__ = lazy_attributes(__name__, _WHERE)

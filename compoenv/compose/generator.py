@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import random
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 from compoenv.compose.context import context_line
@@ -16,11 +15,10 @@ from compoenv.compose.rubric import answer_text, build_rubric
 from compoenv.compose.jobs import job_task
 from compoenv.compose.records import capabilities
 from compoenv.compose.verify import verify_task, verify_walk
-from compoenv.compose.motifs import MOTIFS
+from compoenv.compose.config import ComposerConfig
 from compoenv.compose.plan import choose_plan, realize
 from compoenv.compose.walk import Rejected, Walk, Walker
 from compoenv.graph import ToolGraph
-from compoenv.llm import EndpointConfig
 from compoenv.registry import Registry
 from compoenv.service import without_hints
 from compoenv.session import Mount, Session
@@ -29,78 +27,6 @@ from compoenv.task import Call, Task
 from compoenv.world import World
 
 __all__ = ["ComposerConfig", "Composer", "Outcome", "derive_seed", "select"]
-
-
-@dataclass(frozen=True)
-class ComposerConfig:
-    """Controls of the random-walk composer.
-
-    Attributes:
-        min_hops: Fewest tool calls in the solution.
-        max_hops: Most tool calls in the solution.
-        min_services: Fewest distinct services the solution must touch.
-        services: Restrict walks to these services (default: the whole registry).
-        require: Services every task must touch: walks start in or next to them and head
-            there; a walk that still misses one is rejected (``missing_required``).
-        cross_bias: Weight of a cross-service edge relative to a same-service one.
-        check_regeneration: Re-compose each task from its seed and require an identical task.
-        motifs: Motifs tasks may use (compoenv.compose.motifs.MOTIFS); a plain chain of
-            dependent calls is always possible.
-        distractors: Unrelated services mounted beside the task's (for gateway mode).
-        scenarios: Scenarios (``compoenv.scenarios``) tasks are long jobs of: each seed draws
-            one and runs its stages, house rules and report (empty: the free random walk).
-        difficulty: Shares of easy, medium and hard jobs (scenario tasks): a seed draws its
-            level, which sets how many stages, rules and values to report it gets.
-        max_calls: Most tool calls in a scenario task's solution.
-        world_model: Who answers spec-only tools while composing: None or "offline" (the
-            default), "endpoint", "transformers:<path>", or a WorldModel. Answers from models
-            other than the offline one are recorded in the task (``recorded["answers"]``).
-        rewrite: An OpenAI-compatible endpoint that rewrites instructions into natural
-            requests (re-verified; the template is kept when a rewrite fails a check).
-        worlds: How many distinct Worlds tasks are set in: the walk with seed ``s`` runs in
-            ``World(s % worlds)``. Worlds (and their seeded services) are built once and shared.
-    """
-
-    min_hops: int = 2
-    max_hops: int = 4
-    min_services: int = 2
-    services: tuple[str, ...] | None = None
-    require: tuple[str, ...] = ()
-    cross_bias: float = 3.0
-    check_regeneration: bool = True
-    worlds: int = 32
-    motifs: tuple[str, ...] = MOTIFS
-    distractors: int = 0
-    rewrite: EndpointConfig | None = None
-    world_model: Any = None
-    scenarios: tuple[str, ...] = ()
-    difficulty: tuple[tuple[str, float], ...] = (("easy", 0.2), ("medium", 0.4), ("hard", 0.4))
-    max_calls: int = 40
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.min_hops <= self.max_hops:
-            raise ValueError(f"need 1 <= min_hops <= max_hops, got {self.min_hops}, "
-                             f"{self.max_hops}")
-        unknown = set(self.motifs) - set(MOTIFS)
-        if unknown:
-            raise ValueError(f"unknown motifs {sorted(unknown)}; choose from {list(MOTIFS)}")
-        if self.worlds < 1:
-            raise ValueError(f"worlds must be >= 1, got {self.worlds}")
-        if self.min_services > self.max_hops:
-            raise ValueError(f"min_services={self.min_services} cannot exceed "
-                             f"max_hops={self.max_hops}: each service needs a call")
-        if len(self.require) > self.max_hops:
-            raise ValueError(f"require names {len(self.require)} services but max_hops="
-                             f"{self.max_hops}: each service needs a call")
-        levels = {name for name, _ in self.difficulty}
-        if not levels <= {"easy", "medium", "hard"} or not any(v > 0 for _, v in self.difficulty):
-            raise ValueError(f"difficulty must give shares of easy, medium, hard; got "
-                             f"{self.difficulty}")
-        if self.max_calls < 2:
-            raise ValueError(f"max_calls must be >= 2, got {self.max_calls}")
-        outside = set(self.require) - set(self.services or self.require)
-        if outside:
-            raise ValueError(f"required services {sorted(outside)} are not in services")
 
 
 def derive_seed(seed: int, index: int) -> int:
@@ -140,6 +66,12 @@ class Composer:
                                  f"that the composer's services leave out")
         for name in self.config.require:
             self.registry.get(name)  # an unknown name fails here, with "did you mean"
+        if self.scenarios and not self.config.services:
+            # a job's walks stay inside its scenario's services: the others (an imported
+            # library's, say) can only be distractors, and neither slow nor change the jobs
+            used = {s for scenario in self.scenarios for s in scenario.services}
+            names = tuple(n for n in names if n in used)
+        self._walked = names
         # signatures come from library indexes: a service is built when a walk reaches it
         self.graph = ToolGraph(self.registry.signatures(names), self.registry.related,
                                self.registry.spec, self.registry.scope)
@@ -154,7 +86,7 @@ class Composer:
         """Build every service the composer walks over now, not when a walk first reaches it
         (a library's services are built on first use): a process that forks workers does it
         once, before, so that they share the services instead of each building them."""
-        self.registry.tools(self.config.services or self.registry.names())
+        self.registry.tools(self._walked)
         self._mount()
 
     def compose(self, seed: int) -> Task:
@@ -265,8 +197,7 @@ class Composer:
     def _mount(self) -> Mount:
         """The composer's services, mounted once for the sessions of all its attempts."""
         if self._mounted is None:
-            self._mounted = Mount.of(self.registry.get(n)
-                                     for n in self.config.services or self.registry.names())
+            self._mounted = Mount.of(self.registry.get(n) for n in self._walked)
         return self._mounted
 
     def _simulator(self) -> Any:
@@ -286,12 +217,13 @@ class Composer:
             return []
         pool = [n for n in (self.config.services or self.registry.names()) if n not in services]
         rng.shuffle(pool)
-        domains = {self.registry.get(s).domain for s in services}
+        info = self.registry.info  # what is known of a service without building it
+        domains = {info(s).domain for s in services}
 
         def near(name: str) -> int:
-            named = set(self.registry.get(name).related)
-            return (2 * (self.registry.get(name).domain in domains)
-                    + sum(name in self.registry.get(s).related or s in named for s in services))
+            named = set(info(name).related)
+            return (2 * (info(name).domain in domains)
+                    + sum(name in info(s).related or s in named for s in services))
 
         pool.sort(key=near, reverse=True)
         return sorted(pool[: self.config.distractors])

@@ -12,14 +12,22 @@ import re
 from functools import lru_cache
 from typing import Any
 
-import inflect
-
 from compoenv.roles import ROLES
 
 __all__ = ["FIELD_LABELS", "field_label", "with_employer", "plural", "singular", "with_article", "words",
            "enum_words", "fix_articles"]
 
-_ENGINE = inflect.engine()
+
+
+@lru_cache(maxsize=1)
+def _engine() -> Any:
+    """inflect's engine, imported at first use: its import instruments the module with
+    typeguard, seconds that a process playing given tasks never needs to spend."""
+    import inflect
+
+    return inflect.engine()
+
+
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _UNCOUNTED = frozenset({"news", "data", "media", "info", "information", "software", "series",
                         "species", "feedback", "advice", "equipment", "weather"})
@@ -61,7 +69,7 @@ def plural(phrase: str) -> str:
     head, _, last = phrase.rpartition(" ")
     if last.lower() in _UNCOUNTED:
         return phrase
-    return f"{head} {_ENGINE.plural_noun(last)}" if head else _ENGINE.plural_noun(last)
+    return f"{head} {_engine().plural_noun(last)}" if head else _engine().plural_noun(last)
 
 
 @lru_cache(maxsize=8192)
@@ -70,19 +78,19 @@ def singular(phrase: str) -> str:
     head, _, last = phrase.rpartition(" ")
     if last.lower() in _UNCOUNTED or last.endswith(("is", "us", "ss")):
         return phrase  # "analysis", "status", "class" are one already
-    one = _ENGINE.singular_noun(last) or last
+    one = _engine().singular_noun(last) or last
     return f"{head} {one}" if head else one
 
 
 @lru_cache(maxsize=8192)
 def with_article(phrase: str) -> str:
     """"a"/"an" and the phrase ("an hourly rate", "a user")."""
-    return _ENGINE.a(phrase)
+    return _engine().a(phrase)
 
 
 @lru_cache(maxsize=8192)
 def _article_for(word: str) -> str:
-    return _ENGINE.a(word).split(" ", 1)[0]  # inflect is thorough, and slow: once a word
+    return _engine().a(word).split(" ", 1)[0]  # inflect is thorough, and slow: once a word
 
 
 _A_AN = re.compile(r"\b([Aa]n?) (\w+)")

@@ -11,6 +11,7 @@ from dataclasses import replace
 import math
 from typing import Any, Callable, Iterator
 
+from compoenv.compose.config import MOTIFS
 from compoenv.compose.identity import call_problem, person_of
 from compoenv.compose.labels import field_label
 from compoenv.compose.options import drawn, lists_options
@@ -27,8 +28,6 @@ from compoenv.world import World
 
 __all__ = ["MOTIFS", "returns_list", "fans_out", "fan_edges", "aggregate", "fan_out", "branch", "as_house_rule"]
 
-MOTIFS = ("sequential-dependency", "aggregation", "fan-out", "cross-service-constraint",
-          "house-rules")
 _SUMMABLE = frozenset({"Money", "DurationMinutes", "Quantity"})
 _UNSUMMABLE = frozenset({"rate", "limit", "balance", "value", "fee", "price", "premium",
                          "salary", "budget"})
