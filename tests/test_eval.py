@@ -248,3 +248,57 @@ def test_an_endpoint_that_answers_garbage_gives_errored_or_failed_episodes(tmp_p
         assert len(errors) == 2 and all(reason in e["error"]["message"] for e in errors)
     else:  # a 300 KB reply of noise is a reply: the env answers it, the rubric fails it
         assert results["errored_episodes"] == 0
+
+
+def test_eval_stops_before_playing_when_the_endpoint_is_down_or_the_url_is_malformed(tmp_path,
+                                                                                    tasks):
+    path = tmp_path / "tasks.jsonl"
+    save_tasks(tasks[:2], path)
+    with ChatServer(responder=Policy(tasks), mode="down") as server:
+        down = CliRunner().invoke(main, ["eval", "--tasks", str(path), "--base-url", server.url,
+                                         "--model", server.model, "--retries", "0",
+                                         "-o", str(tmp_path / "down")])
+    assert down.exit_code == 1 and "did not answer a first request" in down.output
+    assert "unreachable" in down.output and "Traceback" not in down.output
+    assert not (tmp_path / "down").exists()  # nothing played, nothing written
+    for url in ("localhost:8000/v1", "127.0.0.1:8000", "ftp://127.0.0.1/v1"):
+        bad = CliRunner().invoke(main, ["eval", "--tasks", str(path), "--base-url", url,
+                                        "--model", "m", "-o", str(tmp_path / "bad")])
+        assert bad.exit_code == 2 and "http(s) URL" in bad.output, bad.output
+        assert "Traceback" not in bad.output
+
+
+def test_eval_exits_non_zero_when_most_episodes_errored(tmp_path, tasks):
+    path = tmp_path / "tasks.jsonl"
+    save_tasks(tasks[:3], path)
+    args = ["eval", "--tasks", str(path), "--retries", "0", "--json"]
+    runs = []
+    for name, more in (("strict", []), ("lenient", ["--max-errored", "1"])):
+        # the server answers the check, then stops: every episode errors
+        with ChatServer(responder=Policy(tasks), max_requests=1) as server:
+            runs.append(CliRunner().invoke(main, args + more + [
+                "--base-url", server.url, "--model", server.model, "-o", str(tmp_path / name)]))
+    failed, lenient = runs
+    assert failed.exit_code == 1 and "3 of 3 episodes errored" in failed.output, failed.output
+    assert json.loads(failed.output.splitlines()[0])["errored_episodes"] == 3
+    assert lenient.exit_code == 0, lenient.output
+
+
+def test_eval_plays_the_first_n_tasks_with_the_system_prompt_given(tmp_path, tasks):
+    path, prompt = tmp_path / "tasks.jsonl", tmp_path / "prompt.txt"
+    save_tasks(tasks[:4], path)
+    prompt.write_text("Be brief.\n{env_prompt}", encoding="utf-8")
+    with ChatServer(responder=Policy(tasks), max_requests=2000) as server:
+        result = CliRunner().invoke(main, ["eval", "--tasks", str(path), "--base-url",
+                                           server.url, "--model", server.model, "--limit", "2",
+                                           "--system-prompt", str(prompt), "--json",
+                                           "-o", str(tmp_path / "run")])
+        sent = [b["messages"][0]["content"] for b in server.bodies
+                if b and b["messages"][0]["role"] == "system"]
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output.splitlines()[-1])["tasks"] == 2
+    assert sent and all(s.startswith("Be brief.\nYou are a capable assistant") for s in sent)
+    records = [json.loads(x) for x in (tmp_path / "run" / "trajectories.jsonl").read_text()
+               .splitlines()]
+    assert len(records) == 2 and all(r["messages"][0]["content"].startswith("Be brief.")
+                                     for r in records)
