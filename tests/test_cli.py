@@ -66,6 +66,7 @@ def _no_traceback(result) -> None:
     (["demo", "--num", "0"], "--num"),
     (["demo", "--min-hops", "4", "--max-hops", "2"], "--min-hops"),
     (["generate", "--num", "0", "-o", "x.jsonl"], "--num"),
+    (["sft", "--num", "0", "-o", "x.jsonl"], "--num"),
     (["generate", "-o", "missing_dir/tasks.jsonl"], "does not exist"),
     (["generate", "-o", "."], "is a directory"),
     (["sft", "--tasks", ".", "-o", "sft.jsonl"], "is a directory"),
