@@ -35,6 +35,18 @@ class OutputPath(click.Path):
             self.fail(f"{str(path)!r} exists and is not writable", param, ctx)
         if not path.exists() and not os.access(parent, os.W_OK | os.X_OK):
             self.fail(f"{str(path)!r}: directory {str(parent)!r} is not writable", param, ctx)
+        # permissions are not all: a read-only file system, a link to nowhere, a file the
+        # system refuses; opening it (without truncating) is what the command will do later
+        existed = os.path.lexists(path)
+        try:
+            with open(path, "a", encoding="utf-8"):
+                pass
+        except OSError as exc:
+            link = (f" (a link to {os.readlink(path)!r})" if os.path.islink(path) else "")
+            self.fail(f"{str(path)!r} cannot be written{link}: {exc.strerror or exc}",
+                      param, ctx)
+        if not existed:
+            path.unlink(missing_ok=True)
         return path
 
 
