@@ -61,8 +61,8 @@ def venv(wheel, tmp_path_factory) -> Path:
         purelib = _run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])",
                        cwd=home).strip()
         outer = [p for p in site.getsitepackages() if Path(p).is_dir()]
-        Path(purelib, "_outer_venv.pth").write_text(
-            f"import site; [site.addsitedir(p) for p in {outer!r}]\n", encoding="utf-8")
+        Path(purelib, "_outer_venv.pth").write_text(  # a .pth runs each "import" line alone
+            "".join(f"import site; site.addsitedir({p!r})\n" for p in outer), encoding="utf-8")
     _run(python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--ignore-installed",
          wheel, cwd=home)
     return home / "env"
