@@ -111,7 +111,10 @@ class CompoWorldEnv(gym.Env[str, str]):
         services: Restrict composed tasks to these services.
         motifs: Motifs composed tasks may use (default: all of compoenv.compose.MOTIFS).
         scenarios: Compose long scenario tasks instead of free walks: ``"all"`` or scenario
-            names (``compoenv scenarios``); ``hops`` then does not apply.
+            names (``compoenv scenarios``); ``hops`` then does not apply. The default (None)
+            composes free walks of ``hops`` calls, as ``compoenv generate --scenarios none``
+            does; ``scenarios="all"`` composes the jobs ``compoenv generate`` and ``demo``
+            compose by default.
         distractors: Unrelated services composed tasks mount beside their own (default: 3 in
             gateway mode, 0 in direct mode, where only the task's services are listed).
         world_model: Who answers spec-only tools: "offline" (default), "endpoint",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from collections.abc import Iterator, Set as AbcSet
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
@@ -32,6 +33,27 @@ __all__ = [
 ]
 
 
+_DECLARED_STATABLE: set[str] = set()
+
+
+class _Statable(AbcSet[str]):
+    """The names of statable interfaces: the built-in ones and any a service declares with
+    ``Interface(name, statable=True)``, whenever it is declared."""
+
+    def __contains__(self, name: object) -> bool:
+        return name in _DECLARED_STATABLE
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(_DECLARED_STATABLE))
+
+    def __len__(self) -> int:
+        return len(_DECLARED_STATABLE)
+
+    @classmethod
+    def _from_iterable(cls, names: Any) -> frozenset[str]:  # what set operations return
+        return frozenset(names)
+
+
 @dataclass(frozen=True, slots=True)
 class Interface:
     """Marks a type as a named shared interface; adds ``x-interface`` to its JSON schema.
@@ -44,6 +66,10 @@ class Interface:
 
     name: str
     statable: bool = False
+
+    def __post_init__(self) -> None:
+        if self.statable:  # a service's own statable interface counts as one everywhere
+            _DECLARED_STATABLE.add(self.name)
 
     def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> dict[str, Any]:
         schema = handler(core_schema)
@@ -298,6 +324,4 @@ SEMANTIC_TYPES = {
     for value in list(globals().values())
     if (marker := interface_of(value)) is not None and not isinstance(value, type)
 }
-STATABLE: frozenset[str] = frozenset(
-    name for name, value in SEMANTIC_TYPES.items() if interface_of(value).statable  # type: ignore[union-attr]
-)
+STATABLE: AbcSet[str] = _Statable()

@@ -27,7 +27,7 @@ from compoenv.task import (
 __all__ = [
     "Outcome", "CriterionResult", "RubricResult", "score_rubric", "completion_focused",
     "same_value", "normalize_text", "record_dict", "check_criterion", "Shown", "GUARDS",
-    "WRITE_SHARE", "UNDONE", "STATUS_FIELDS", "undone",
+    "WRITE_SHARE", "UNDONE", "STATUS_FIELDS", "undone", "CRITERION_KINDS", "kind_pass_rates",
 ]
 
 _MISSING = object()
@@ -381,6 +381,24 @@ _CHECKS: dict[str, Callable[[Any, Outcome], tuple[bool, str]]] = {
     "state": _check_state, "answer": _check_answer, "call": _check_call,
     "unchanged": _check_unchanged, "order": _check_order,
 }
+
+
+CRITERION_KINDS = tuple(_CHECKS)
+
+
+def kind_pass_rates(episodes: Iterable[tuple[Sequence[str], Sequence[bool]]],
+                    prefix: str = "criteria/") -> dict[str, float]:
+    """Per criterion kind, the share of criteria of that kind that passed over ``episodes``
+    (each: its criteria's kinds and passes, in one order), as metrics named
+    ``{prefix}{kind}_pass_rate``; a kind no episode's rubric has is left out (not 0).
+    What the trainer integrations log beside the rubric score."""
+    passed: dict[str, int] = {}
+    total: dict[str, int] = {}
+    for kinds, passes in episodes:
+        for kind, ok in zip(kinds, passes, strict=True):
+            total[kind] = total.get(kind, 0) + 1
+            passed[kind] = passed.get(kind, 0) + int(bool(ok))
+    return {f"{prefix}{kind}_pass_rate": passed[kind] / total[kind] for kind in sorted(total)}
 
 
 def check_criterion(c: Criterion, outcome: Outcome) -> tuple[bool, str]:

@@ -66,6 +66,7 @@ def _no_traceback(result) -> None:
     (["demo", "--num", "0"], "--num"),
     (["demo", "--min-hops", "4", "--max-hops", "2"], "--min-hops"),
     (["generate", "--num", "0", "-o", "x.jsonl"], "--num"),
+    (["sft", "--num", "0", "-o", "x.jsonl"], "--num"),
     (["generate", "-o", "missing_dir/tasks.jsonl"], "does not exist"),
     (["generate", "-o", "."], "is a directory"),
     (["sft", "--tasks", ".", "-o", "sft.jsonl"], "is a directory"),
@@ -143,3 +144,20 @@ def test_services_lists_every_service_with_its_tools():
     contacts = next(s for s in listing if s["name"] == "contacts")
     assert contacts["kind"] == "implemented" and contacts["tools"][0]["description"]
     assert next(s for s in listing if s["name"] == "crm")["kind"] == "spec"
+
+
+def test_an_output_that_cannot_be_opened_is_refused_before_any_work(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tasks.jsonl").symlink_to(tmp_path / "gone" / "tasks.jsonl")
+    for args in (["generate", "--num", "50"], ["sft", "--num", "50"]):
+        result = CliRunner().invoke(main, [*args, "-o", "tasks.jsonl"])
+        assert result.exit_code == 2, result.output
+        assert "cannot be written (a link to" in result.output and "No such file" in result.output
+        _no_traceback(result)
+    kept = tmp_path / "kept.jsonl"
+    kept.write_text("data\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["generate", "--num", "0", "-o", str(kept)])
+    assert result.exit_code == 2 and kept.read_text() == "data\n"  # checked, not truncated
+    assert not (tmp_path / "x.jsonl").exists()
+    CliRunner().invoke(main, ["generate", "--num", "0", "-o", "x.jsonl"])
+    assert not (tmp_path / "x.jsonl").exists()  # the check leaves no empty file behind

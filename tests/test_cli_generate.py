@@ -77,7 +77,10 @@ def test_table_shows_the_top_tools_after_each_reason():
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--min-hops", "5", "--max-hops", "2"], "--min-hops"),
+    (["--scenarios", "none", "--min-hops", "5", "--max-hops", "2"], "--min-hops"),
+    # a bound of the other kind of task is refused, not ignored
+    (["--max-hops", "6"], "--max-hops bounds free walks, which --scenarios none composes"),
+    (["--scenarios", "none", "--max-calls", "9"], "--max-calls bounds scenario jobs"),
     (["--split", "1.0"], "--split"),
     (["--workers", "0"], "--workers"),
 ])

@@ -123,9 +123,13 @@ def test_an_unusable_service_is_diagnosed_never_used_with_the_tool_reason_and_fi
     (beacons,) = unused.tools
     assert beacons.tool == "lighthouses__list_beacons" and not beacons.can_start
     whats = [p.what for p in beacons.start_problems]
-    assert "required parameter `coast` has no x-interface" in whats
+    assert whats[0] == ("required parameter `coast` has no x-interface (verify accepts it as "
+                        "free text, but a composed request has no value for it)")
     assert "no tool takes any of its outputs" in whats
-    assert "tag `coast` with an interface from compoenv.interfaces" in beacons.start_problems[0].fix
+    fix = beacons.start_problems[0].fix
+    assert "tag `coast` with an interface from compoenv.interfaces" in fix
+    # the advice is what verify accepts: an interface that has roles comes with one
+    assert "`coast: City`" not in fix and 'Annotated[EmailAddress, Role("contact")]' in fix
     assert not unused.used and unused.composition.composed == 0
     assert unused.verdict.startswith("never used: no tool can start a walk")
     assert "`coast`" in unused.verdict and " — tag `coast`" in unused.verdict
@@ -136,7 +140,7 @@ def test_a_tool_with_no_joins_is_flagged_with_what_to_tag(unused):
     assert beacons.joins_in == beacons.joins_out == ()
     whats = " | ".join(p.what for p in beacons.join_problems)
     assert "its result carries no x-interface" in whats
-    assert "`coast` has no x-interface, so no tool can feed it" in whats
+    assert "`coast` has no x-interface, so no tool can feed it (verify accepts" in whats
 
 
 def test_a_list_no_motif_can_use_says_why(unused):

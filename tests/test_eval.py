@@ -48,7 +48,7 @@ def test_a_scripted_model_plays_every_task_k_times_and_the_results_add_up(tmp_pa
     assert results["noise_floor"]["std"] == 0.0  # a deterministic policy: no spread
     assert results["errored_episodes"] == 0 and results["tasks"] == 6
     assert results["tokens"]["prompt"] > 0 and results["run"]["played_episodes"] == 12
-    assert set(results["breakdowns"]) == {"capability", "domain", "hops", "mode"}
+    assert set(results["breakdowns"]) == {"capability", "domain", "difficulty", "hops", "mode"}
     assert json.loads((tmp_path / "results.json").read_text())["pass_rate"] == \
         results["pass_rate"]
 
@@ -248,3 +248,92 @@ def test_an_endpoint_that_answers_garbage_gives_errored_or_failed_episodes(tmp_p
         assert len(errors) == 2 and all(reason in e["error"]["message"] for e in errors)
     else:  # a 300 KB reply of noise is a reply: the env answers it, the rubric fails it
         assert results["errored_episodes"] == 0
+
+
+def test_eval_stops_before_playing_when_the_endpoint_is_down_or_the_url_is_malformed(tmp_path,
+                                                                                    tasks):
+    path = tmp_path / "tasks.jsonl"
+    save_tasks(tasks[:2], path)
+    with ChatServer(responder=Policy(tasks), mode="down") as server:
+        down = CliRunner().invoke(main, ["eval", "--tasks", str(path), "--base-url", server.url,
+                                         "--model", server.model, "--retries", "0",
+                                         "-o", str(tmp_path / "down")])
+    assert down.exit_code == 1 and "did not answer a first request" in down.output
+    assert "unreachable" in down.output and "Traceback" not in down.output
+    assert not (tmp_path / "down").exists()  # nothing played, nothing written
+    for url in ("localhost:8000/v1", "127.0.0.1:8000", "ftp://127.0.0.1/v1"):
+        bad = CliRunner().invoke(main, ["eval", "--tasks", str(path), "--base-url", url,
+                                        "--model", "m", "-o", str(tmp_path / "bad")])
+        assert bad.exit_code == 2 and "http(s) URL" in bad.output, bad.output
+        assert "Traceback" not in bad.output
+
+
+def test_eval_exits_non_zero_when_most_episodes_errored(tmp_path, tasks):
+    path = tmp_path / "tasks.jsonl"
+    save_tasks(tasks[:3], path)
+    args = ["eval", "--tasks", str(path), "--retries", "0", "--json"]
+    runs = []
+    for name, more in (("strict", []), ("lenient", ["--max-errored", "1"])):
+        # the server answers the check, then stops: every episode errors
+        with ChatServer(responder=Policy(tasks), max_requests=1) as server:
+            runs.append(CliRunner().invoke(main, args + more + [
+                "--base-url", server.url, "--model", server.model, "-o", str(tmp_path / name)]))
+    failed, lenient = runs
+    assert failed.exit_code == 1 and "3 of 3 episodes errored" in failed.output, failed.output
+    assert json.loads(failed.output.splitlines()[0])["errored_episodes"] == 3
+    assert lenient.exit_code == 0, lenient.output
+
+
+def test_eval_plays_the_first_n_tasks_with_the_system_prompt_given(tmp_path, tasks):
+    path, prompt = tmp_path / "tasks.jsonl", tmp_path / "prompt.txt"
+    save_tasks(tasks[:4], path)
+    prompt.write_text("Be brief.\n{env_prompt}", encoding="utf-8")
+    with ChatServer(responder=Policy(tasks), max_requests=2000) as server:
+        result = CliRunner().invoke(main, ["eval", "--tasks", str(path), "--base-url",
+                                           server.url, "--model", server.model, "--limit", "2",
+                                           "--system-prompt", str(prompt), "--json",
+                                           "-o", str(tmp_path / "run")])
+        sent = [b["messages"][0]["content"] for b in server.bodies
+                if b and b["messages"][0]["role"] == "system"]
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output.splitlines()[-1])["tasks"] == 2
+    assert sent and all(s.startswith("Be brief.\nYou are a capable assistant") for s in sent)
+    records = [json.loads(x) for x in (tmp_path / "run" / "trajectories.jsonl").read_text()
+               .splitlines()]
+    assert len(records) == 2 and all(r["messages"][0]["content"].startswith("Be brief.")
+                                     for r in records)
+
+
+def test_intervals_noise_floor_flips_and_failed_criteria_come_from_the_episodes():
+    from compoenv.evaluation.metrics import bootstrap_ci, summarize
+
+    tasks = {f"t{i}": {"domain": "d", "difficulty": 0.9 if i % 2 else 0.1, "rubric": [
+        {"id": "c0", "kind": "state"}, {"id": "c1", "kind": "order"}],
+        "rules": [{"id": "r", "kind": "ordering", "text": "...", "criteria": ["c1"]}]}
+        for i in range(20)}
+    # task i passes repeat r when (i + r) % 3 != 0, but every 4th task only in repeat 0, and
+    # every 5th never
+    def passed(i: int, r: int) -> bool:
+        return i % 5 != 0 and ((i + r) % 3 != 0 if i % 4 else r == 0)
+
+    records = [{"meta": {"task_id": f"t{i}", "rollout_idx": r, "score": int(passed(i, r)),
+                         "rubric_score": float(passed(i, r)), "n_tool_calls": 1,
+                         "rubric": [{"id": "c0", "passed": True},
+                                    {"id": "c1", "passed": passed(i, r)}]},
+                "messages": []} for i in range(20) for r in range(3)]
+    results = summarize(records, tasks, 3)
+    low, high = results["pass_rate_ci"]
+    assert low < results["pass_rate"] < high and 0 < high - low < 0.5
+    assert results["pass_hat_k_ci"]["3"] == [0.0, 0.0]  # no task passes all three
+    rates = [sum(passed(i, r) for i in range(20)) / 20 for r in range(3)]
+    assert results["noise_floor"]["repeat_pass_rates"] == pytest.approx(rates)
+    assert results["noise_floor"]["std"] > 0
+    flipping = [i for i in range(20) if 0 < sum(passed(i, r) for r in range(3)) < 3]
+    assert sorted(f["task_id"] for f in results["flips"]) == sorted(f"t{i}" for i in flipping)
+    failed = sum(not passed(i, r) for i in range(20) for r in range(3))
+    assert results["failed_criteria"]["by_kind"]["order"]["failed"] == failed
+    assert results["failed_criteria"]["by_kind"]["state"]["failed"] == 0
+    assert results["failed_criteria"]["by_rule"] == {"ordering": failed}
+    assert set(results["breakdowns"]["difficulty"]) == {"easy", "hard"}
+    assert all(len(v["pass_rate_ci"]) == 2 for v in results["breakdowns"]["domain"].values())
+    assert bootstrap_ci([(4, 4)] * 5) == [1.0, 1.0] and bootstrap_ci([]) == [0.0, 0.0]

@@ -239,7 +239,8 @@ def test_cli_imports_a_folder_with_a_summary(tmp_path):
     result = cli("openapi", OPENAPI, "-o", tmp_path / "lib", "--workers", 2)
     assert result.exit_code == 0, result.output
     assert "12 imported, 1 skipped, 2 failed of 15 documents" in result.output
-    assert "failed 1: invalid JSON at line N column N" in result.output
+    assert "failed 1: invalid JSON: Expecting" in result.output
+    assert "line N" not in result.output and "'…' codec" not in result.output
     assert f"report: {tmp_path / 'lib' / REPORT}" in result.output
 
 
@@ -397,3 +398,24 @@ def test_a_service_the_library_could_not_load_is_a_failed_line(tmp_path):
         "weather_v1.json"]["reason"]
     assert lines["weather_v2.json"]["services"] == ["weather"]  # the name is free again
     assert set(Registry.from_paths(tmp_path).names()) == {"weather"}
+
+
+def test_an_import_where_every_document_failed_exits_non_zero(tmp_path):
+    (tmp_path / "a.json").write_text('{"openapi": "3.0.0",', encoding="utf-8")
+    (tmp_path / "b.json").write_bytes(b'{"openapi": "3.0.0", "info": "\xff\xfe"}')
+    result = cli("openapi", tmp_path / "a.json", tmp_path / "b.json", "-o", tmp_path / "lib")
+    assert result.exit_code == 1, result.output
+    assert "0 imported, 0 skipped, 2 failed of 2 documents" in result.output
+    assert "none of the 2 documents could be imported" in result.output
+    assert "failed 1: cannot read: not UTF-8 text" in result.output
+    assert "codec" not in result.output and "line N" not in result.output
+
+
+def test_one_spec_without_o_on_a_terminal_is_summed_up_not_printed(monkeypatch):
+    import compoenv.cli.importing as importing
+
+    monkeypatch.setattr(importing, "_terminal", lambda: True)
+    result = cli("openapi", OPENAPI / "weather_v1.json", "--name", "weather")
+    assert result.exit_code == 0, result.output
+    assert len(result.stdout.splitlines()) == 1 and "tools (" in result.stdout
+    assert "-o FILE.json" in result.stdout

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from hypothesis import given
@@ -73,9 +73,7 @@ def test_interface_of_finds_the_marker():
     assert interface_of(dict) is None
 
 
-def test_statable_is_a_subset_of_semantic_types():
-    assert isinstance(STATABLE, frozenset)
-    assert STATABLE < set(SEMANTIC_TYPES)
+def test_statable_holds_the_statable_semantic_types():
     assert {"PersonName", "EmailAddress", "City", "Date", "Money"} <= STATABLE
 
 
@@ -85,8 +83,15 @@ def test_generated_identifiers_are_not_statable(name):
     assert name in SEMANTIC_TYPES and name not in STATABLE
 
 
-def test_statable_matches_the_markers():
-    assert STATABLE == {n for n, t in SEMANTIC_TYPES.items() if interface_of(t).statable}
+def test_statable_matches_the_markers_and_takes_in_a_services_own_interface():
+    builtin = {n for n, t in SEMANTIC_TYPES.items() if interface_of(t).statable}
+    assert builtin <= STATABLE and not {n for n in SEMANTIC_TYPES if n not in builtin} & STATABLE
+    assert "LockerCodeForTest" not in STATABLE
+    LockerCode = Annotated[str, Interface("LockerCodeForTest", statable=True)]
+    assert interface_of(LockerCode).statable and "LockerCodeForTest" in STATABLE
+    assert "ParcelIdForTest" not in STATABLE
+    Annotated[str, Interface("ParcelIdForTest")]  # an id: not statable
+    assert "ParcelIdForTest" not in STATABLE
 
 
 # --- constraints ----------------------------------------------------------------------------

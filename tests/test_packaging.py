@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import site
 import subprocess
 import sys
 import zipfile
@@ -48,10 +49,20 @@ def wheel(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def venv(wheel, tmp_path_factory) -> Path:
     """A fresh venv outside the repo with the wheel installed (dependencies from this
-    interpreter's site-packages, which the venv may see but whose compoenv it shadows)."""
+    interpreter's site-packages, which the venv may see but whose compoenv it shadows; this
+    interpreter may itself be a virtualenv's)."""
     home = tmp_path_factory.mktemp("venv")
     _run(sys.executable, "-m", "venv", "--system-site-packages", home / "env", cwd=home)
     python = home / "env" / "bin" / "python"
+    # --system-site-packages gives the base interpreter's packages; when the tests themselves
+    # run inside a virtualenv, the dependencies are in that one's site-packages instead, which
+    # the new venv reads after its own (as it reads the base's: .pth files included)
+    if sys.prefix != sys.base_prefix:
+        purelib = _run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+                       cwd=home).strip()
+        outer = [p for p in site.getsitepackages() if Path(p).is_dir()]
+        Path(purelib, "_outer_venv.pth").write_text(  # a .pth runs each "import" line alone
+            "".join(f"import site; site.addsitedir({p!r})\n" for p in outer), encoding="utf-8")
     _run(python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--ignore-installed",
          wheel, cwd=home)
     return home / "env"

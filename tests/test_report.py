@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from html.parser import HTMLParser
@@ -104,6 +105,29 @@ def test_the_page_renders_in_a_real_headless_browser_and_a_trajectory_opens(runs
     assert dom.returncode == 0, dom.stderr[-2000:]
     opened = re.findall(r'<details class="episode" data-key="([^"]*)" open="">', dom.stdout)
     assert opened and task_id.lower() in opened[0]  # the script ran and opened it
+    # the layout at a laptop's width: nothing wider than the window, and every text of every
+    # plot (tick labels, legends) inside its plot and at a readable size
+    # (a third run with thirty long domain names: the chart that grew sideways)
+    wide = tmp_path / "wide"
+    wide.mkdir()
+    results = json.loads((runs / "weak" / "results.json").read_text())
+    results["breakdowns"]["domain"] = {
+        f"domain number {i} with a long name": {"episodes": 4, "tasks": 2, "pass_rate": i / 30,
+                                                "mean_score": 0.5, "pass_rate_ci": [0.0, 1.0]}
+        for i in range(30)}
+    (wide / "results.json").write_text(json.dumps(results))
+    crowded = write_report([load_run(runs / "good"), load_run(runs / "weak"), load_run(wide)],
+                           tmp_path / "crowded.html")
+    probe = tmp_path / "probe.html"
+    probe.write_text(crowded.read_text().replace("</body>", _LAYOUT_PROBE + "</body>"))
+    measured = subprocess.run(flags + ["--window-size=1000,1000", "--dump-dom",
+                                       probe.resolve().as_uri()],
+                              capture_output=True, text=True, timeout=120, check=False)
+    layout = json.loads(html.unescape(re.search(r'data-layout="([^"]*)"',
+                                                measured.stdout).group(1)))
+    assert layout["page_width"] <= layout["window_width"], layout
+    assert layout["svgs"] >= 5 and layout["texts"] > 50
+    assert layout["outside"] == [] and layout["smallest_font"] >= 8, layout
     shot = tmp_path / "shot.png"
     painted = subprocess.run(flags + [f"--screenshot={shot}", "--window-size=1200,1600",
                                       page.resolve().as_uri()],
@@ -113,3 +137,47 @@ def test_the_page_renders_in_a_real_headless_browser_and_a_trajectory_opens(runs
 
     pixels = matplotlib.image.imread(shot)
     assert pixels.shape[0] >= 1000 and pixels.std() > 0.05  # text and plots, not a blank page
+
+
+def _figure(page: str, caption: str) -> str:
+    start = page.index(f"<figcaption>{caption}")
+    return page[start:page.index("</figure>", start)]
+
+
+def test_the_report_shows_pass_rates_with_intervals_failures_flips_and_groups_by_task(runs,
+                                                                                     tmp_path):
+    from compoenv.evaluation.report import load_run, write_report
+
+    page = write_report([load_run(runs / "good"), load_run(runs / "weak")],
+                        tmp_path / "r.html").read_text()
+    weak = json.loads((runs / "weak" / "results.json").read_text())
+    low, high = weak["pass_rate_ci"]
+    assert f"{weak['pass_rate']:.1%} [{low:.0%}, {high:.0%}]" in page
+    for name in ("domain", "capability", "hops"):
+        assert f"Pass rate by {name} (95% interval)" in page
+    assert "Score by" not in page and "mean rubric score" not in page
+    # k is a count: the pass^k axis has integer ticks only
+    curves = _figure(page, "pass^k and pass@k")
+    ticks = re.findall(r'<g id="xtick_\d+">.*?<text[^>]*>([^<]*)</text>', curves, re.S)
+    assert ticks and all(t.strip().isdigit() for t in ticks), ticks
+    assert "criterion kind" in page and "house rule" in page
+    assert "Tasks that flip between repeats" in page
+    # episodes grouped by task: a task's repeats sit together, in order
+    viewer = page[page.index('<section class="run"><h3>weak</h3>'):]
+    order = re.findall(r'<details class="episode" data-key="(t-[0-9a-f]+) ', viewer)
+    assert len(order) == 8 and order == sorted(order)
+    assert viewer.count('<div class="task">') == 4
+
+
+_LAYOUT_PROBE = """<script>
+const svgs=[...document.querySelectorAll('svg')];const outside=[];let texts=0,smallest=99;
+for(const svg of svgs){const box=svg.getBoundingClientRect();
+for(const t of svg.querySelectorAll('text')){const r=t.getBoundingClientRect();
+if(!t.textContent.trim())continue;texts++;
+smallest=Math.min(smallest,parseFloat(getComputedStyle(t).fontSize)*box.width/svg.viewBox.baseVal.width);
+if(r.left<box.left-1||r.right>box.right+1||r.top<box.top-1||r.bottom>box.bottom+1)
+outside.push(t.textContent);}}
+document.body.dataset.layout=JSON.stringify({page_width:document.documentElement.scrollWidth,
+window_width:window.innerWidth,svgs:svgs.length,texts:texts,outside:outside,
+smallest_font:smallest});
+</script>"""

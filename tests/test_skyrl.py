@@ -245,6 +245,19 @@ def test_the_generator_hook_gives_each_group_the_completion_focused_reward(tasks
         assert [r[:2] for r in got] == [[0.0, 0.0]] * 4  # still at the last token
         assert [r[2] for r in got] == pytest.approx(expected)
         assert got[0][2] == max(r[2] for r in got) and got[-1][2] == 0.0
+    # SkyRL's own aggregation of the env metrics logs per-kind criterion pass rates, pooled
+    from skyrl_gym.metrics import aggregate_for_environment
+
+    logged = aggregate_for_environment("compoenv", output["env_metrics"])
+    kinds = {c.kind for t in tasks[:2] for c in t.rubric}
+    assert {k for k in logged if k.startswith("criteria/")} == {
+        f"criteria/{kind}_pass_rate" for kind in kinds}
+    pairs = [(c.kind, ok) for m, (g, _) in zip(output["env_metrics"], order)
+             for c, ok in zip(tasks[g].rubric, m["passes"])]
+    for kind in kinds:
+        oks = [ok for k, ok in pairs if k == kind]
+        assert logged[f"criteria/{kind}_pass_rate"] == pytest.approx(sum(oks) / len(oks))
+    assert 0.0 < logged["rubric_score"] < 1.0 and "passes" not in logged
 
 
 def test_the_group_hook_keeps_other_rows_and_honours_zero_reward_on_non_stop():

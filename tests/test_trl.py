@@ -153,6 +153,8 @@ def test_completion_focused_reward_groups_rollouts_by_task(write_task, answer_ta
         assert [rewards[i] for i in members] == pytest.approx(expected)
         assert rewards[members[0]] == max(rewards[i] for i in members)
     assert logged["compoenv/pass_rate"] == pytest.approx(2 / 5)
+    for kind in {c.kind for c in write_task.rubric + answer_task.rubric}:
+        assert 0.0 <= logged[f"compoenv/criteria/{kind}_pass_rate"] <= 1.0
     assert logged["compoenv/tool_calls"] == pytest.approx(
         (len(write_task.solution) + len(answer_task.solution)) / 5)
     # alpha=0, lam=0: the plain rubric, rollout by rollout

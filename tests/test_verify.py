@@ -250,3 +250,25 @@ def test_cli_usage_errors_exit_2_without_a_traceback(args, message):
     assert result.exit_code == 2
     assert message in result.output and "Traceback" not in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_a_task_file_is_verified_task_by_task_not_taken_for_a_service_name(tmp_path, tasks50):
+    from compoenv.task import save_tasks
+
+    good = [t for t in tasks50 if t.answer][:2]
+    leaked = good[1].model_copy(update={"instruction": f"{good[1].instruction} "
+                                                         f"({good[1].answer[0]})"})
+    save_tasks(good, tmp_path / "good.jsonl")
+    save_tasks([good[0], leaked], tmp_path / "bad.jsonl")
+    (tmp_path / "broken.jsonl").write_text('{"id": "x"}\n', encoding="utf-8")
+    ok = CliRunner().invoke(main, ["verify", str(tmp_path / "good.jsonl")])
+    assert ok.exit_code == 0 and "2 of 2 tasks pass" in ok.output, ok.output
+    bad = CliRunner().invoke(main, ["verify", str(tmp_path / "bad.jsonl"), "--json"])
+    report = json.loads(bad.output)
+    assert bad.exit_code == 1 and report["tasks"] == 2
+    assert [(f["task"], f["reason"]) for f in report["failed"]] == [(leaked.id, "leak")]
+    broken = CliRunner().invoke(main, ["verify", str(tmp_path / "broken.jsonl")])
+    assert broken.exit_code == 1 and "cannot be played" in broken.output
+    assert "broken.jsonl:1" in broken.output and "Unknown service" not in broken.output
+    mixed = CliRunner().invoke(main, ["verify", "bank", str(tmp_path / "good.jsonl")])
+    assert mixed.exit_code == 2 and "task files" in mixed.output

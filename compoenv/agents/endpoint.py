@@ -15,6 +15,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal, Sequence
+from urllib.parse import urlsplit
 
 from compoenv.actions import ToolCall, render_calls
 from compoenv.llm import _one_line
@@ -90,6 +91,10 @@ class EndpointAgent:
                              f"{self.tool_format!r}")
         if self.max_retries < 0 or self.timeout_s <= 0:
             raise ValueError("need max_retries >= 0 and timeout_s > 0")
+        url = urlsplit(self.base_url)
+        if url.scheme not in ("http", "https") or not url.netloc:
+            raise ValueError(f"base_url must be an http(s) URL with a host, such as "
+                             f"http://localhost:8000/v1; got {self.base_url!r}")
 
     @property
     def name(self) -> str:
@@ -104,8 +109,8 @@ class EndpointAgent:
             try:
                 import aiohttp
             except ImportError:
-                raise ImportError("EndpointAgent needs aiohttp: pip install 'compoenv[llm]'"
-                                  ) from None
+                raise ImportError("EndpointAgent needs aiohttp, a dependency of compoenv: "
+                                  "pip install aiohttp") from None
             self._http = aiohttp
             self._client = aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=self.timeout_s),
@@ -117,6 +122,23 @@ class EndpointAgent:
         if self._client is not None:
             await self._client.close()
             self._client = None
+
+    async def check(self) -> None:
+        """Send the endpoint one short request and close the connection: a run on an endpoint
+        that is down, on a wrong URL or model name, or without a valid key fails here, before
+        any episode is played.
+
+        Raises:
+            EndpointError: no usable reply after every retry (the reason and the server's
+                words).
+        """
+        request = {"model": self.model, "max_tokens": 1, "temperature": 0.0,
+                   "messages": [{"role": "user", "content": "Reply with OK."}]}
+        try:
+            reply, _ = await self._complete(request)
+            _turn(reply)
+        finally:
+            await self.aclose()
 
     async def respond(self, messages: Sequence[dict[str, Any]],
                       tools: Sequence[dict[str, Any]]) -> Turn:

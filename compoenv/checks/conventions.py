@@ -11,23 +11,23 @@ from compoenv.testing import (
     ServiceCheckError, check_descriptions, check_interfaces, check_phrases, check_roles,
 )
 
-__all__ = ["conventions", "free_text"]
+__all__ = ["conventions", "free_text", "is_free_text"]
 
 
-def _is_free(schema: dict[str, Any]) -> bool:
+def is_free_text(schema: dict[str, Any]) -> bool:
     """Whether an untagged parameter is one no other service's output should feed: free text,
     a flag, a count, a choice among fixed values, or a list of those. An id, a date or a
     pattern-bound string without an interface is a missed join instead."""
     branches = schema.get("anyOf") or schema.get("oneOf")
     if branches:  # Optional[X]: X decides
-        return all(_is_free(b) for b in branches if b.get("type") != "null")
+        return all(is_free_text(b) for b in branches if b.get("type") != "null")
     if "enum" in schema or "const" in schema:
         return True
     kind = schema.get("type")
     if kind in ("boolean", "integer", "number"):
         return True
     if kind == "array":  # a list of free values (extras to add, questions to ask)
-        return _is_free(schema.get("items", {}))
+        return is_free_text(schema.get("items", {}))
     return kind == "string" and not ({"format", "pattern"} & set(schema))
 
 
@@ -38,7 +38,7 @@ def free_text(specs: dict[str, ToolSpec]) -> tuple[list[str], list[str]]:
         tagged = {slot.path[0] for slot in spec.inputs}
         for param, schema in spec.parameters.get("properties", {}).items():
             if param not in tagged:
-                (free if _is_free(schema) else missed).append(f"{spec.name}.{param}")
+                (free if is_free_text(schema) else missed).append(f"{spec.name}.{param}")
     return free, missed
 
 

@@ -35,6 +35,18 @@ class OutputPath(click.Path):
             self.fail(f"{str(path)!r} exists and is not writable", param, ctx)
         if not path.exists() and not os.access(parent, os.W_OK | os.X_OK):
             self.fail(f"{str(path)!r}: directory {str(parent)!r} is not writable", param, ctx)
+        # permissions are not all: a read-only file system, a link to nowhere, a file the
+        # system refuses; opening it (without truncating) is what the command will do later
+        existed = os.path.lexists(path)
+        try:
+            with open(path, "a", encoding="utf-8"):
+                pass
+        except OSError as exc:
+            link = (f" (a link to {os.readlink(path)!r})" if os.path.islink(path) else "")
+            self.fail(f"{str(path)!r} cannot be written{link}: {exc.strerror or exc}",
+                      param, ctx)
+        if not existed:
+            path.unlink(missing_ok=True)
         return path
 
 
@@ -108,10 +120,12 @@ def composer_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """The composer's flags, the same in every command that composes tasks."""
     for option in reversed((
         click.option("--seed", default=0, show_default=True, help="Generation seed."),
-        click.option("--min-hops", type=click.IntRange(min=1), default=2, show_default=True,
-                     help="Fewest tool calls in a solution."),
-        click.option("--max-hops", type=click.IntRange(min=1), default=4, show_default=True,
-                     help="Most tool calls in a solution."),
+        click.option("--min-hops", type=click.IntRange(min=1), default=2,
+                     help="Free walks only (--scenarios none): fewest tool calls in a "
+                          "solution (2 if not given)."),
+        click.option("--max-hops", type=click.IntRange(min=1), default=4,
+                     help="Free walks only (--scenarios none): most tool calls in a "
+                          "solution (4 if not given)."),
         click.option("--min-services", type=click.IntRange(min=1), default=2,
                      show_default=True, help="Fewest services a task touches."),
         click.option("--motifs", default=None,
@@ -121,14 +135,15 @@ def composer_options(func: Callable[..., Any]) -> Callable[..., Any]:
                      help="Neighbouring services the task does not need, recorded per task "
                           "(listed beside its own in gateway mode)."),
         click.option("--scenarios", default="all", show_default=True,
-                     help="Scenarios tasks are long jobs of: 'all', 'none' (the free random "
-                          "walk, bounded by --min-hops/--max-hops), or comma-separated names "
-                          "(see `compoenv scenarios`)."),
+                     help="Which tasks: jobs of these scenarios, 8 to --max-calls tool calls "
+                          "('all', or comma-separated names, see `compoenv scenarios`), or "
+                          "'none': free random walks of --min-hops to --max-hops calls, as "
+                          "gym.make('CompoWorld-v0') composes by default."),
         click.option("--difficulty", default=None, metavar="MIX",
                      help="Shares of difficulty levels, e.g. easy=0.2,medium=0.4,hard=0.4 "
                           "(scenario tasks; generate also holds the set to these shares)."),
         click.option("--max-calls", type=click.IntRange(min=2), default=40, show_default=True,
-                     help="Most tool calls in a scenario task."),
+                     help="Scenario jobs only: most tool calls in a task."),
         world_model_option(),
     )):
         func = option(func)
@@ -156,6 +171,7 @@ def composer_config(**flags: Any) -> Any:
     if motifs is not None:
         flags["motifs"] = tuple(m.strip() for m in motifs.split(",") if m.strip())
     flags["scenarios"] = scenario_names(flags.pop("scenarios", "none"), flags.get("services"))
+    _flags_apply(bool(flags["scenarios"]))
     mix = difficulty_mix(flags.pop("difficulty", None))
     if mix is not None:
         flags["difficulty"] = mix.levels()
@@ -166,6 +182,24 @@ def composer_config(**flags: Any) -> Any:
         message = str(exc).replace("min_hops", "--min-hops").replace("max_hops", "--max-hops")
         message = message.replace("min_services", "--min-services")
         raise click.UsageError(message) from None
+
+
+def _flags_apply(scenarios: bool) -> None:
+    """A bound given on the command line that the chosen kind of task ignores is a usage
+    error (free walks are bounded by --min-hops/--max-hops, scenario jobs by --max-calls)."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return
+    given = [name for name in ("min_hops", "max_hops", "max_calls")
+             if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE]
+    ignored = [n for n in given if (n != "max_calls") == scenarios]
+    if ignored:
+        flag = "--" + ignored[0].replace("_", "-")
+        raise click.UsageError(
+            f"{flag} bounds free walks, which --scenarios none composes; scenario jobs are "
+            f"bounded by --max-calls" if scenarios else
+            f"{flag} bounds scenario jobs; with --scenarios none tasks are free walks, "
+            f"bounded by --min-hops/--max-hops")
 
 
 def scenario_names(text: str | None, services: Any = None) -> tuple[str, ...]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -39,12 +40,25 @@ def _write(spec: dict[str, Any], warnings: list[str], origin: str, output: Path 
     for warning in warnings:
         click.echo(f"warning: {origin}: {warning}", err=True)
     text = json.dumps(spec, indent=2, ensure_ascii=False) + "\n"
+    if output is None and _terminal():  # a spec is thousands of lines: say what it holds
+        tools = [t["name"] for t in spec["tools"]]
+        shown = ", ".join(tools[:8]) + (f", ... ({len(tools) - 8} more)" if len(tools) > 8
+                                        else "")
+        click.echo(f"{spec['name']}: {len(tools)} tools ({shown}); {text.count(chr(10))} "
+                   f"lines of spec JSON. Write it with -o FILE.json, or pipe it: "
+                   f"compoenv import ... | less")
+        return
     if output is None:
         click.echo(text, nl=False)
         return
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text, encoding="utf-8")
     click.echo(f"wrote {spec['name']} ({len(spec['tools'])} tools) to {output}", err=True)
+
+
+def _terminal() -> bool:
+    """Whether standard output is a terminal (a person reading), not a pipe or file."""
+    return sys.stdout.isatty()
 
 
 def _one(convert: Callable[[], tuple[dict[str, Any], list[str]]], origin: str,
@@ -113,6 +127,11 @@ def _library(paths: tuple[Path, ...], folder: Path, convert: Callable[[Path], An
     except OSError as exc:
         raise click.ClickException(str(exc)) from None
     _summary(summary, folder)
+    counts = summary.by_status()
+    if counts["failed"] and not counts["imported"] and not counts["skipped"]:
+        raise click.ClickException(f"none of the {counts['failed']} documents could be "
+                                   f"imported (the reasons are above and in "
+                                   f"{folder / REPORT})")
 
 
 _PATHS = click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))

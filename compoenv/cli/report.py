@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import click
 
-from compoenv.cli.common import require
+from compoenv.cli.common import OutputPath, require
 
 __all__ = ["report"]
 
 
 @click.command()
 @click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
-@click.option("-o", "--out", required=True, type=click.Path(dir_okay=False),
+@click.option("-o", "--out", required=True, type=OutputPath(),
               help="The HTML file to write.")
 @click.option("--tasks", "tasks_path", type=click.Path(exists=True, dir_okay=False),
               default=None, help="The tasks the runs played: adds criteria descriptions.")

@@ -28,7 +28,7 @@ __all__ = ["sft"]
 @output_option("The SFT JSONL file to write.")
 @click.option("--tasks", "tasks_path", type=click.Path(exists=True, dir_okay=False),
               default=None, help="Play the oracle on the tasks of this JSONL file.")
-@click.option("--num", type=click.IntRange(min=0), default=None,
+@click.option("--num", type=click.IntRange(min=1), default=None,
               help="Compose this many tasks for the oracle [default: 100 unless --tasks or "
                    "--trajectories is given].")
 @composer_options

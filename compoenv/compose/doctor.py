@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from itertools import islice
 from typing import Any
 
+from compoenv.checks.conventions import is_free_text
 from compoenv.compose.generator import Composer, ComposerConfig, select
 from compoenv.compose.motifs import _ORDERED, _SUMMABLE, _item_fields, fan_edges, returns_list
 from compoenv.compose.values import fresh_arguments, record_arguments
@@ -191,6 +192,24 @@ class Diagnosis:
         return json.loads(json.dumps(asdict(self)))
 
 
+def _free_note(spec: ToolSpec, param: str) -> str:
+    """A word on an untagged parameter that `compoenv verify` takes as free text: accepted,
+    but a value nothing can state or feed."""
+    schema = spec.parameters.get("properties", {}).get(param, {})
+    return (" (verify accepts it as free text, but a composed request has no value for it)"
+            if is_free_text(schema) else "")
+
+
+def _tag_advice(param: str, examples: str) -> str:
+    """How to tag a parameter so that `compoenv verify` accepts it: an interface, and the
+    role it plays where the interface has roles (a person, organisation, money, place,
+    date, link or job title)."""
+    return (f"tag `{param}` with an interface from compoenv.interfaces ({examples}) that "
+            f"names the value it takes, with its role where the interface has roles, e.g. "
+            f"`{param}: Annotated[EmailAddress, Role(\"contact\")]` (compoenv.roles lists "
+            f"the roles; verify rejects such an interface without one)")
+
+
 def _start_problems(spec: ToolSpec, graph: ToolGraph, cls: type[Service]) -> list[Problem]:
     """What keeps ``spec`` from starting a walk (the rules of ``ToolGraph.start_tools``)."""
     tagged = {s.path[0]: s.interface for s in spec.inputs if s.required and len(s.path) == 1}
@@ -202,9 +221,8 @@ def _start_problems(spec: ToolSpec, graph: ToolGraph, cls: type[Service]) -> lis
         interface = tagged.get(param)
         if interface is None:
             problems.append(Problem(
-                f"required parameter `{param}` has no x-interface",
-                f"tag `{param}` with an interface from compoenv.interfaces such as {_SAY} "
-                f"(e.g. `{param}: City`), or give it a default"))
+                f"required parameter `{param}` has no x-interface" + _free_note(spec, param),
+                _tag_advice(param, f"such as {_SAY}") + ", or give it a default"))
         elif interface not in STATABLE:
             problems.append(Problem(
                 f"required parameter `{param}` takes {interface}, which a user cannot state",
@@ -298,8 +316,8 @@ def _join_problems(spec: ToolSpec, others: _Others) -> list[Problem]:
         interface = slot.interface if slot is not None else None
         if interface is None:
             problems.append(Problem(f"required parameter `{param}` has no x-interface, so no "
-                                    "tool can feed it",
-                                    f"tag `{param}` with an interface (e.g. {popular})"))
+                                    "tool can feed it" + _free_note(spec, param),
+                                    _tag_advice(param, f"e.g. {popular}")))
         elif interface not in gives:
             problems.append(Problem(f"no other service outputs {interface} (`{param}`)",
                                     f"take an interface other services output ({popular})"))

@@ -26,13 +26,18 @@ TRAJECTORIES, ERRORS, RESULTS = "trajectories.jsonl", "errors.jsonl", "results.j
 def evaluate(tasks: str | Path | Sequence[Task | dict[str, Any]], agent: AsyncAgent,
              out: str | Path, *, k: int = 1, concurrency: int = 32, mode: str = "gateway",
              max_steps: int = 30, world_model: Any = None, progress: bool = False,
-             registry: Registry | None = None) -> dict[str, Any]:
+             registry: Registry | None = None, limit: int | None = None,
+             system_prompt: str | None = None) -> dict[str, Any]:
     """Play every task ``k`` times and write the run to the folder ``out``.
 
     ``out/trajectories.jsonl`` gets each finished episode (the trajectory format) as soon as
     it ends; episodes the endpoint could not serve go to ``out/errors.jsonl`` and are played
     again by the next run on ``out``; ``out/results.json`` holds ``metrics.summarize`` of
     every episode (those of earlier runs on ``out`` included) and the run's settings.
+
+    ``limit`` plays only the first ``limit`` tasks. ``system_prompt`` replaces the env's
+    system prompt in what the agent is sent and in the recorded episodes; ``{env_prompt}``
+    in it stands for the env's own prompt.
 
     Returns:
         The results (what ``results.json`` holds).
@@ -41,11 +46,13 @@ def evaluate(tasks: str | Path | Sequence[Task | dict[str, Any]], agent: AsyncAg
         TaskFileError: a task line is broken or cannot be played on this library.
         ValueError: bad counts, or tasks with repeated ids.
     """
-    if k < 1 or concurrency < 1 or max_steps < 1:
-        raise ValueError(f"need k, concurrency and max_steps >= 1, got k={k}, "
-                         f"concurrency={concurrency}, max_steps={max_steps}")
+    if k < 1 or concurrency < 1 or max_steps < 1 or (limit is not None and limit < 1):
+        raise ValueError(f"need k, concurrency, max_steps and limit >= 1, got k={k}, "
+                         f"concurrency={concurrency}, max_steps={max_steps}, limit={limit}")
     registry = registry or Registry.default()
-    loaded = load_checked(tasks, registry)
+    loaded = load_checked(tasks, registry)[:limit]
+    if system_prompt is not None:
+        agent = _Prompted(agent, system_prompt)
     by_id = {t.id: t for t in loaded}
     if len(by_id) != len(loaded):
         raise ValueError("tasks need distinct ids (a run resumes by task id and repeat)")
@@ -58,6 +65,8 @@ def evaluate(tasks: str | Path | Sequence[Task | dict[str, Any]], agent: AsyncAg
     start = time.perf_counter()
 
     def done(record: dict[str, Any]) -> None:
+        if system_prompt is not None and "messages" in record:
+            record["messages"] = _Prompted.shown(record.get("messages") or [], system_prompt)
         if "error" in record:
             failures.append(record)
         else:
@@ -103,6 +112,28 @@ def _records(path: Path) -> Iterator[dict[str, Any]]:
                 if key not in seen:
                     seen.add(key)
                     yield record
+
+
+class _Prompted:
+    """An agent sent ``prompt`` as the system prompt instead of the env's (``{env_prompt}``
+    in it: the env's own)."""
+
+    def __init__(self, agent: AsyncAgent, prompt: str) -> None:
+        self.agent, self.prompt, self.name = agent, prompt, agent.name
+
+    @staticmethod
+    def shown(messages: Sequence[dict[str, Any]], prompt: str) -> list[dict[str, Any]]:
+        return [{**m, "content": prompt.replace("{env_prompt}", str(m.get("content") or ""))}
+                if m.get("role") == "system" else m for m in messages]
+
+    async def respond(self, messages: Sequence[dict[str, Any]],
+                      tools: Sequence[dict[str, Any]]) -> Any:
+        return await self.agent.respond(self.shown(messages, self.prompt), tools)
+
+    async def aclose(self) -> None:
+        close = getattr(self.agent, "aclose", None)
+        if close is not None:
+            await close()
 
 
 async def _play(agent: AsyncAgent, todo: list[tuple[Task, int]], concurrency: int,

@@ -77,9 +77,13 @@ def reason_kind(reason: str) -> str:
     """A reason without its document, JSON path, quoted names and numbers, to count alike."""
     text = re.sub(r"^[^:]*?\.(json|ya?ml): ", "", reason)
     text = re.sub(r"\$[^ ]*: ", "", text)
+    # where in the file (line and column, byte) and sizes are the document's, not the kind's
+    text = re.sub(r",? (at |in )?line \d+,? column \d+| \(char \d+\)| \(byte \d+\)", "",
+                  text)
+    text = re.sub(r" (than|after) \d+(\.\d+)?( s| seconds)?| \(\d+ bytes\)", "", text)
+    text = re.sub(r"--max-bytes \d+", "--max-bytes", text)
     text = re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", text)
-    text = re.sub(r"(line|column|after|than|max-bytes) \d+(\.\d+)?", r"\1 N", text)
-    return re.sub(r"\(\d+ bytes\)", "(N bytes)", text)[:80]
+    return text.splitlines()[0][:80] if text else text
 
 
 def _digest(data: bytes) -> str:

@@ -38,8 +38,10 @@ def read_document(path: Path) -> Any:
     """JSON, or YAML when the file is ``.yaml``/``.yml`` or not JSON and PyYAML is installed."""
     try:
         text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(f"{path}: cannot read: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{path}: cannot read: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read: {exc.strerror or exc}") from None
     error = None
     if path.suffix.lower() not in (".yaml", ".yml"):
         try:

@@ -63,6 +63,7 @@ _keep_transformers_whole()
 from compoenv.agents.endpoint import Turn  # noqa: E402
 from compoenv.env import CompoWorldEnv  # noqa: E402
 from compoenv.integrations.episodes import GroupReward, record_passes  # noqa: E402
+from compoenv.reward import kind_pass_rates  # noqa: E402
 from compoenv.rollout import play_episode  # noqa: E402
 from compoenv.task import Task  # noqa: E402
 
@@ -117,7 +118,9 @@ def trajectory(task: Task, record: Mapping[str, Any], choices: Sequence[Any] = (
         reward=float(meta["rubric_score"]),
         metrics={"rubric_score": float(meta["rubric_score"]), "binary": float(meta["score"]),
                  "net_score": float(meta["net_score"]), "n_tool_calls": meta["n_tool_calls"],
-                 "n_steps": meta["n_steps"]},
+                 "n_steps": meta["n_steps"],
+                 **kind_pass_rates([([c.kind for c in task.rubric],
+                                     record_passes(task, record))])},
         metadata={"task_id": task.id, "finish_reason": meta["finish_reason"],
                   TASK_KEY: task.model_dump_json(), PASSES_KEY: json.dumps(
                       record_passes(task, record))})

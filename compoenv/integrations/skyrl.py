@@ -39,7 +39,8 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 
 from compoenv.env import MODES, CompoWorldEnv
 from compoenv.integrations.openrlhf_data import with_tool_listing
-from compoenv.reward import completion_focused
+from compoenv.integrations.episodes import criterion_passes
+from compoenv.reward import completion_focused, kind_pass_rates
 from compoenv.task import Task
 
 __all__ = ["ENV_CLASS", "CompoWorldTextEnv", "register_env", "dataset_row", "dataset_rows",
@@ -154,14 +155,34 @@ class CompoWorldTextEnv(BaseTextEnv):
             return {}
         if "rubric" not in self.info:  # the generator stopped early: an empty final reply
             self.info = self.env.step("")[4]
-        passes = [bool(c["passed"]) for c in self.info["rubric"]]
+        passes = criterion_passes(self.task, self.info["rubric"])
+        kinds = [c.kind for c in self.task.rubric]
         return {"rubric_score": float(self.info["score"]), "completed": float(self.info["binary"]),
                 "net_score": float(self.info["net_score"]),
                 "pass_rate": sum(passes) / max(len(passes), 1),
                 "finished": float(self.finished), "turns": float(self.turns),
                 "tool_calls": float(self.tool_calls), "tool_errors": float(self.tool_errors),
+                **kind_pass_rates([(kinds, passes)]),
                 "passes": passes, "weights": [c.weight for c in self.task.rubric],
-                "required": [c.required for c in self.task.rubric], "task_id": self.task.id}
+                "required": [c.required for c in self.task.rubric], "kinds": kinds,
+                "task_id": self.task.id}
+
+    @staticmethod
+    def aggregate_metrics(metrics: list[dict[str, Any]]) -> dict[str, Any]:
+        """The batch's metrics as SkyRL logs them: the mean of each number, except the
+        per-kind criterion pass rates, which pool every episode's criteria of the kind
+        (``criteria/<kind>_pass_rate``; the pass lists themselves are not numbers)."""
+        rows = [m for m in metrics if m]
+        numbers: dict[str, list[float]] = defaultdict(list)
+        for row in rows:
+            for key, value in row.items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool) \
+                        and not key.startswith("criteria/"):
+                    numbers[key].append(float(value))
+        out: dict[str, Any] = {key: sum(v) / len(v) for key, v in numbers.items()}
+        out.update(kind_pass_rates((row["kinds"], row["passes"]) for row in rows
+                                   if "kinds" in row and "passes" in row))
+        return out
 
 
 def register_env(name: str = ENV_CLASS, **options: Any) -> None:

@@ -33,7 +33,8 @@ from typing import Any, Callable, Sequence
 
 from compoenv.actions import ToolCall, render_calls
 from compoenv.env import CompoWorldEnv
-from compoenv.reward import Outcome, RubricResult, completion_focused, score_rubric
+from compoenv.reward import (Outcome, RubricResult, completion_focused, kind_pass_rates,
+                             score_rubric)
 from compoenv.service import error
 from compoenv.session import render_result
 from compoenv.task import Task
@@ -237,6 +238,10 @@ def _scored(completions: Sequence[Any], environments: Sequence[Any] | None,
         log_metric("compoenv/rubric_score", sum(r.score for r in results) / n)
         log_metric("compoenv/criteria_passed",
                    sum(sum(r.passes) / max(len(r.passes), 1) for r in results) / n)
+        by_kind = kind_pass_rates(([c.kind for c in r.criteria], [c.passed for c in r.criteria])
+                                  for r in results)
+        for name, value in by_kind.items():
+            log_metric(f"compoenv/{name}", value)
         log_metric("compoenv/tool_calls", sum(e._calls for e in environments) / n)
         log_metric("compoenv/tool_errors", sum(e._errors for e in environments) / n)
     return results

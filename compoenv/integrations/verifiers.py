@@ -34,6 +34,7 @@ from pydantic import Field
 from compoenv.env import CompoWorldEnv
 from compoenv.integrations.episodes import GroupReward, criterion_passes
 from compoenv.prompts import tools_block
+from compoenv.reward import kind_pass_rates
 from compoenv.task import Task, load_tasks
 
 __all__ = ["CompoenvData", "CompoenvTask", "CompoenvTasksetConfig", "CompoenvTaskset",
@@ -82,7 +83,8 @@ def replay_score(data: CompoenvData, replies: list[vf.AssistantMessage]) -> dict
     if not (done or finish):
         _, _, _, _, info = env.step("")  # no final answer was given: score what was done
     return {"score": info["score"], "binary": info["binary"], "net_score": info["net_score"],
-            "passes": criterion_passes(task, info["rubric"]), "steps": info["step"],
+            "passes": criterion_passes(task, info["rubric"]),
+            "kinds": [c.kind for c in task.rubric], "steps": info["step"],
             "finish": "stop" if done else "max_steps" if finish else "unfinished"}
 
 
@@ -101,6 +103,8 @@ class CompoenvTask(vf.Task[CompoenvData]):
         trace.info[INFO_KEY] = result
         trace.record_metric("binary", result["binary"])
         trace.record_metric("net_score", result["net_score"])
+        for name, value in kind_pass_rates([(result["kinds"], result["passes"])]).items():
+            trace.record_metric(name, value)
         return float(result["score"])
 
 
