@@ -41,7 +41,7 @@ except ImportError as exc:  # pragma: no cover - depends on the extra being inst
 from pydantic import Field
 
 from compoenv import __version__
-from compoenv.env import CompoWorldEnv
+from compoenv.env import CompoWorldEnv, steps_for
 from compoenv.registry import Registry
 from compoenv.service import did_you_mean
 from compoenv.task import Task
@@ -194,7 +194,8 @@ class ServedTasks:
     Args:
         tasks: The tasks (checked against ``registry`` by the caller).
         mode: ``"direct"`` or ``"gateway"`` (see CompoWorldEnv).
-        max_steps: Actions per episode (default: CompoWorldEnv's for these tasks).
+        max_steps: Actions per episode (default: CompoWorldEnv's, enough for each episode's
+            own task).
         world_model: Who answers spec-only tools (see CompoWorldEnv).
         registry: Services to use (default: the built-in library and plugins).
     """
@@ -207,9 +208,10 @@ class ServedTasks:
         self.tasks = list(tasks)
         self.by_id = {t.id: t for t in self.tasks}
         self.registry = registry or Registry.default()
-        # CompoWorldEnv's own default for a task set: one call an action, and some slack
-        longest = max(len(t.solution) for t in self.tasks)
-        self.max_steps = max_steps or max(20, longest + 4)
+        # not given: each episode's env gives enough for its own task (CompoWorldEnv's
+        # default), at most this many for the longest task served
+        self._given = max_steps or None
+        self.max_steps = max_steps or steps_for(self.tasks)
         self.mode, self.world_model = mode, world_model
 
     def pick(self, seed: Any = None, task: Any = None, task_index: Any = None) -> Task:
@@ -236,7 +238,7 @@ class ServedTasks:
         return self.tasks[seed % len(self.tasks)]
 
     def new_env(self) -> CompoWorldEnv:
-        return CompoWorldEnv(mode=self.mode, max_steps=self.max_steps,
+        return CompoWorldEnv(mode=self.mode, max_steps=self._given,
                              world_model=self.world_model, registry=self.registry)
 
 
