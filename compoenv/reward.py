@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from compoenv.answers import check_answer
 from compoenv.session import CallRecord, Session
 from compoenv.task import (
-    AnswerCriterion, CallCriterion, Criterion, OrderCriterion, StateCriterion, Task,
+    MAX_WEIGHT, AnswerCriterion, CallCriterion, Criterion, OrderCriterion, StateCriterion, Task,
     UnchangedCriterion,
 )
 
@@ -247,6 +247,17 @@ def check_criterion(c: Criterion, outcome: Outcome) -> tuple[bool, str]:
         return False, f"criterion error: {type(exc).__name__}: {exc}"
 
 
+def _weight(c: Criterion) -> float:
+    """A criterion's weight as scores count it: a Task admits only finite weights in
+    (0, MAX_WEIGHT]; one that skipped validation (built with ``model_construct`` or changed by
+    ``model_copy``) counts 0 when not a finite positive number, MAX_WEIGHT when above it, so the
+    scores stay numbers in [0, 1]."""
+    w = c.weight
+    if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w <= 0:
+        return 0.0
+    return min(float(w), MAX_WEIGHT)
+
+
 def score_rubric(rubric: Sequence[Criterion], outcome: Outcome) -> RubricResult:
     """Check every criterion: score = weighted mean of passes and binary = all required pass,
     both 0 when no required criterion passes (no work, no reward)."""
@@ -254,7 +265,7 @@ def score_rubric(rubric: Sequence[Criterion], outcome: Outcome) -> RubricResult:
     for c in rubric:
         passed, detail = check_criterion(c, outcome)
         results.append(CriterionResult(id=c.id, kind=c.kind, description=c.description,
-                                       passed=passed, weight=c.weight, required=c.required,
+                                       passed=passed, weight=_weight(c), required=c.required,
                                        detail=detail))
     required = [r for r in results if r.required]
     worked = any(r.passed for r in required) if required else True
@@ -308,6 +319,12 @@ def completion_focused(passes: Sequence[Sequence[bool | float]],
         raise ValueError(f"every rollout needs {k} criterion results; got lengths "
                          f"{sorted({len(r) for r in rows})}")
     base = [1.0] * k if weights is None else [float(w) for w in weights]
+    bad = [w for w in base if not math.isfinite(w)]
+    if bad:
+        raise ValueError(f"weights must be finite numbers, got {bad[:3]}")
+    top = max(base, default=0.0)
+    if top > 0:  # only ratios matter: scaled to at most 1, huge weights cannot overflow
+        base = [w / top for w in base]
     need = [True] * k if required is None else [bool(r) for r in required]
     if len(base) != k or len(need) != k:
         raise ValueError(f"weights and required need {k} entries")
