@@ -16,7 +16,9 @@ import time
 from typing import Any
 
 from compoenv.agents import OracleAgent, RandomAgent
-from compoenv.agents.exploits import SPRAYS, IdleAgent, SprayAgent, WriteEverythingAgent
+from compoenv.agents.exploits import (
+    SPRAYS, IdleAgent, RunOnSprayAgent, SprayAgent, WriteEverythingAgent,
+)
 from compoenv.answers import MAX_ANSWER_CHARS
 from compoenv.compose import Composer, ComposerConfig
 from compoenv.compose.verify import _session, oracle_message
@@ -63,6 +65,7 @@ def exploit_scores(tasks: list[Task]) -> dict[str, dict[str, float]]:
                               "write_everything": lambda i: WriteEverythingAgent(seed=i),
                               "oracle_without_report": lambda i: OracleAgent(report=False)}
     agents.update({f"spray_{k}": (lambda i, k=k: SprayAgent(k)) for k in SPRAYS})
+    agents["spray_run_on"] = lambda i: RunOnSprayAgent(seed=i)
     out = {}
     for mode in ("direct", "gateway"):
         env = CompoWorldEnv(tasks, mode=mode, max_steps=12)

@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from pydantic import BaseModel
 
-from compoenv.answers import check_answer
+from compoenv.answers import check_answer, worked_values
 from compoenv.session import CallRecord, Session
 from compoenv.task import (
     MAX_WEIGHT, AnswerCriterion, CallCriterion, Criterion, OrderCriterion, StateCriterion, Task,
@@ -162,9 +162,30 @@ def _check_state(c: StateCriterion, out: Outcome) -> tuple[bool, str]:
     return not hit, "" if not hit else f"record still present in {c.service}.{c.collection}"
 
 
+def _worked(out: Outcome) -> dict[str, frozenset[str]]:
+    """``answers.worked_values`` of the episode's calls, read once per scoring of an outcome
+    (the last outcome's are kept: its answer criteria are checked one after another)."""
+    global _LAST_WORKED
+    log = out.session.log
+    last = _LAST_WORKED
+    if last[0] is out and last[1] == len(log):
+        return last[2]
+
+    def is_write(name: str) -> bool:
+        spec = out.session.spec(name)
+        return spec is not None and not spec.read_only
+
+    values = worked_values(log, is_write, out.session.world)
+    _LAST_WORKED = (out, len(log), values)
+    return values
+
+
+_LAST_WORKED: tuple[Any, int, dict[str, frozenset[str]]] = (None, 0, {})
+
+
 def _check_answer(c: AnswerCriterion, out: Outcome) -> tuple[bool, str]:
     return check_answer(c.value, out.final_message, out.session.world, kind=c.value_kind,
-                        allowed=c.allowed, instruction=out.instruction)
+                        allowed=c.allowed, instruction=out.instruction, worked=_worked(out))
 
 
 def _call_matches(c: CallCriterion, record: CallRecord) -> bool:
