@@ -30,7 +30,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from compoenv._cache import ByIdentity
-from compoenv.text_answers import content, short_items, stands_alone, tokens, words
+from compoenv.text_answers import (
+    content, short_items, stands_alone, tokens, without_run_ons, words,
+)
 from compoenv.world import World
 
 __all__ = ["MAX_ANSWER_CHARS", "SLACK", "KINDS", "MAX_WORKED", "Mentions", "kind_of",
@@ -351,6 +353,10 @@ def check_answer(expected: str, message: str, world: World | None = None, *,
         counted, target_key = reply.of(kind), target
     if not hit:
         return False, f"the final message does not report {expected!r}"
+    structured = without_run_ons(message)
+    if structured is not message and not _reports(target, kind, structured, world):
+        return False, (f"the final message holds {expected!r} only in a run of words without "
+                       f"the structure of a sentence (a spray is no answer)")
     if world is not None and kind in ("date", "datetime"):
         echoes = echoes | {world.today.isoformat()}
     others = counted - echoes - {target_key}
@@ -364,6 +370,16 @@ def check_answer(expected: str, message: str, world: World | None = None, *,
                        f"values; at most {most} may stand beside what the request states (a "
                        f"list of candidates is not an answer)")
     return True, ""
+
+
+def _reports(target: str, kind: str, message: str, world: World | None) -> bool:
+    """Whether ``message`` mentions the canonical value ``target`` of ``kind``."""
+    if kind == "datetime":
+        reply = read_mentions(message, world, frozenset({"datetime", "date", "time"}))
+        day, _, clock = target.partition("T")
+        return target in reply.of("datetime") or (day in reply.of("date")
+                                                  and clock in reply.of("time"))
+    return target in read_mentions(message, world, frozenset({kind})).of(kind)
 
 
 _COUNT_FIELD = re.compile(r"(?:^|_)counts?$|^(?:num|n)_", re.I)  # "count", "open_count"

@@ -10,13 +10,15 @@ items for ``compoenv.answers`` to count like the mentions of a typed kind.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
 from compoenv._cache import ByIdentity
 from compoenv.world import World
 
-__all__ = ["Token", "tokens", "words", "content", "stands_alone", "short_items"]
+__all__ = ["Token", "tokens", "words", "content", "stands_alone", "short_items",
+           "without_run_ons"]
 
 _TOKEN = re.compile(r"[^\W_]+(?:[.,'-][^\W_]+)*")
 # words that open a sentence or sit between names without being part of one: "The Health
@@ -36,7 +38,7 @@ _TABLE_HEAD = re.compile(r"(?m)^[^\n]*\|[^\n]*\n[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]
 # the label of a labelled line ("Total: ...", "- **Status:** ...", "| Status | ... |"): a few
 # words that name what follows, not a value beside it
 _LABEL = re.compile(r"(?m)^([ \t>]*(?:(?:\d{1,3}[.)]|[-*+\u2022])[ \t]+)?)"
-                    r"(?:\*\*|__)?([^\W\d][^:|\n*_]{0,40}?)(?:\*\*|__)?[ \t]*"
+                    r"(?:\*\*|__)?([^\W_][^:|\n*_]{0,40}?)(?:\*\*|__)?[ \t]*"
                     r"(?::(?:\*\*|__)?(?=[ \t]*\S)|\|(?=[^\n]*\|))")
 _TABLE_START = re.compile(r"(?m)^[ \t]*\|")
 # links and emails are values of a typed kind, never a text candidate; left whole they would
@@ -168,14 +170,16 @@ def _frame(found: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _run_on(rest: tuple[str, ...], every: tuple[str, ...]) -> bool:
-    """Whether the words of one piece of a reply, beside the value, run on without the
-    structure of a sentence: many words with hardly a plain word among them ("news sports
-    tech business science"), or one frame of plain words repeated around the words between
-    ("it is news it is sports it is health")."""
-    if len(rest) < _RUN_ON_WORDS:
+def _run_on(rest: tuple[str, ...], every: tuple[str, ...], least: int = 5,
+            share: int = 5) -> bool:
+    """Whether the words of one piece of a reply, beside the value (``rest``; ``every``: all
+    of them), run on without the structure of a sentence: ``least`` words or more with
+    under one in ``share`` of them plain ("news sports tech business science"), or one frame
+    of plain words repeated around the words between ("it is news it is sports it is
+    health")."""
+    if len(rest) < least:
         return False
-    if sum(w in _PLAIN for w in rest) * 5 < len(rest):
+    if sum(w in _PLAIN for w in rest) * share < len(rest):
         return True
     frames: dict[tuple[str, ...], int] = {}
     gap: list[str] = []
@@ -188,6 +192,29 @@ def _run_on(rest: tuple[str, ...], every: tuple[str, ...]) -> bool:
     return max(frames.values(), default=0) >= 3
 
 
+def without_run_ons(text: str) -> str:
+    """``text`` with every piece that runs on without a sentence's structure blanked out: 12
+    words or more between two marks, under one in eight of them plain, or one frame of plain
+    words repeated ("zurich the harbor suites 177 church street riverside pavilion ..."). A
+    value inside such a piece is sprayed, not reported."""
+    if text.count(" ") < _RUN_ON_TYPED - 1:
+        return text
+    out, start, blanked = [], 0, False
+    for mark in itertools.chain(_BETWEEN_ITEMS.finditer(text), (None,)):
+        end = len(text) if mark is None else mark.start()
+        every = words(text[start:end])
+        if _run_on(every, every, _RUN_ON_TYPED, 8):
+            out.append(" " * (end - start))
+            blanked = True
+        else:
+            out.append(text[start:end])
+        if mark is not None:
+            out.append(mark.group(0))
+            start = mark.end()
+    return "".join(out) if blanked else text
+
+
+_RUN_ON_TYPED = 12  # words a piece needs before a typed value in it may be sprayed
 _RUN_ON_WORDS = 5  # fewer words beside the value are read as they stand
 
 

@@ -82,7 +82,7 @@ def formatted(value: str, kind: str, draw) -> str:
         return draw(st.sampled_from([value, f"{int(value):,}"]))
     if kind == "decimal":
         v = float(value)
-        return draw(st.sampled_from([value, f"{v:,.2f}", f"${v:,.2f}", f"{v:g}", f"USD {v:,.2f}",
+        return draw(st.sampled_from([value, f"{v:,.2f}", f"${v:,.2f}", str(v), f"USD {v:,.2f}",
                                      f"{v:,.2f} USD", f"€{v:,.2f}"]))
     if kind == "date":
         d = dt.date.fromisoformat(value)
