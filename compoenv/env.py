@@ -106,7 +106,9 @@ class CompoWorldEnv(gym.Env[str, str]):
             for its own task's solution, one call an action, plus the final answer and some
             slack (``steps_for``), and never fewer than 20 (48 for composed scenario tasks);
             before the first reset ``max_steps`` covers the longest solution of ``tasks``.
-        reward: ``"rubric"`` (weighted criteria) or ``"binary"`` (all required criteria pass).
+        reward: ``"rubric"`` (the reward is the rubric score) or ``"binary"`` (1.0 when every
+            required criterion passes, else 0.0). When the episode ends, ``info`` holds
+            ``rubric_score``, ``passed``, ``net_score`` and ``reward`` (docs/rubric.md).
         hops: Solution length for composed tasks: an int or (min, max).
         min_services: Fewest services a composed task touches.
         services: Restrict composed tasks to these services.
@@ -321,8 +323,14 @@ class CompoWorldEnv(gym.Env[str, str]):
         self._done = True
         self._result = score_rubric(self.task.rubric, Outcome(self.session, final_message,
                                                               self.task.instruction))
-        reward = self._result.score if self.reward_kind == "rubric" else self._result.binary
-        return self._last_obs, float(reward), terminated, not terminated, self._info()
+        return self._last_obs, self._reward(), terminated, not terminated, self._info()
+
+    def _reward(self) -> float:
+        """The env reward of the ended episode: its rubric score (``reward="rubric"``) or its
+        all-required pass as 0/1 (``reward="binary"``)."""
+        assert self._result is not None
+        return (self._result.rubric_score if self.reward_kind == "rubric"
+                else float(self._result.passed))
 
     def _info(self) -> dict[str, Any]:
         # A fresh dict each call (Gymnasium's contract) holding read-only views of the tools and
@@ -333,9 +341,11 @@ class CompoWorldEnv(gym.Env[str, str]):
                                 "step": self._steps}
         if self._result is not None:
             info["rubric"] = [c.model_dump() for c in self._result.criteria]
-            info["score"] = self._result.score
-            info["binary"] = self._result.binary
+            # the vocabulary of scores (docs/rubric.md "Scores")
+            info["rubric_score"] = self._result.rubric_score
+            info["passed"] = self._result.passed
             info["net_score"] = self._result.net_score
+            info["reward"] = self._reward()
         return info
 
     def render(self) -> str | None:

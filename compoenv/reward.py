@@ -55,10 +55,13 @@ class CriterionResult(BaseModel):
 class RubricResult(BaseModel):
     """Scores of one episode.
 
+    The names are the vocabulary of scores everywhere (``info``, trajectories, exports, eval
+    results; docs/rubric.md "Scores").
+
     Attributes:
         criteria: Each criterion's result (``passed`` is the criterion's own verdict).
-        score: The rubric score: weighted mean of passes, 0 when no required criterion passes.
-        binary: 1.0 when every required criterion passes.
+        rubric_score: Weighted mean of passed criteria, 0 when no required criterion passes.
+        passed: Whether every required criterion passed (the all-required pass).
         net_score: The rubric score net of collateral damage: failed guards count against the
             score instead of just not adding to it (``max(0, (passed - failed guards) /
             total)`` by weight), 0 when no required criterion passes.
@@ -66,8 +69,8 @@ class RubricResult(BaseModel):
     """
 
     criteria: list[CriterionResult]
-    score: float
-    binary: float
+    rubric_score: float
+    passed: bool
     net_score: float = 0.0
     worked: bool = True
 
@@ -280,8 +283,8 @@ def _weight(c: Criterion) -> float:
 
 
 def score_rubric(rubric: Sequence[Criterion], outcome: Outcome) -> RubricResult:
-    """Check every criterion: score = weighted mean of passes and binary = all required pass,
-    both 0 when no required criterion passes (no work, no reward)."""
+    """Check every criterion: ``rubric_score`` = weighted mean of passes and ``passed`` = all
+    required pass, 0 and False when no required criterion passes (no work, no reward)."""
     results = []
     for c in rubric:
         passed, detail = check_criterion(c, outcome)
@@ -291,15 +294,15 @@ def score_rubric(rubric: Sequence[Criterion], outcome: Outcome) -> RubricResult:
     required = [r for r in results if r.required]
     worked = any(r.passed for r in required) if required else True
     if not worked:
-        return RubricResult(criteria=results, score=0.0, binary=0.0, net_score=0.0,
+        return RubricResult(criteria=results, rubric_score=0.0, passed=False, net_score=0.0,
                             worked=False)
     total = sum(r.weight for r in results)
     passed_weight = sum(r.weight for r in results if r.passed)
     damage = sum(r.weight for r in results if not r.passed and r.kind in GUARDS)
     score = passed_weight / total if total > 0 else 0.0
     net = max(0.0, (passed_weight - damage) / total) if total > 0 else 0.0
-    binary = float(all(r.passed for r in required))
-    return RubricResult(criteria=results, score=score, binary=binary, net_score=net)
+    return RubricResult(criteria=results, rubric_score=score,
+                        passed=all(r.passed for r in required), net_score=net)
 
 
 def score_task(task: Task, outcome: Outcome) -> RubricResult:

@@ -41,7 +41,7 @@ def test_a_task_given_at_reset_gets_enough_steps_for_its_solution(tasks50):
     assert len(long.solution) > DEFAULT_MAX_STEPS
     env = gym.make("CompoWorld-v0")
     reward, truncated, info = _oracle(env, options={"task": long})
-    assert reward == 1.0 and not truncated and info["binary"] == 1.0
+    assert reward == 1.0 and not truncated and info["passed"] == 1.0
     assert env.unwrapped.max_steps == len(long.solution) + 4 == env.spec.max_episode_steps
     env.reset(options={"task": other})  # the limit follows the episode's task
     assert env.unwrapped.max_steps == steps_for([other]) == DEFAULT_MAX_STEPS

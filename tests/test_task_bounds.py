@@ -75,7 +75,7 @@ def test_a_criterion_that_skipped_validation_cannot_make_the_score_nan(tasks50, 
     session = Session([Registry.default().get(n) for n in task.services],
                       World.get(task.seed, task.today()))
     result = score_rubric(rubric, Outcome(session, " ".join(task.answer), task.instruction))
-    for value in (result.score, result.binary, result.net_score):
+    for value in (result.rubric_score, float(result.passed), result.net_score):
         assert math.isfinite(value) and 0.0 <= value <= 1.0
     assert all(0.0 <= c.weight <= MAX_WEIGHT for c in result.criteria)
 

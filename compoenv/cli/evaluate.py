@@ -6,7 +6,7 @@
 Every task is played k times by the model behind the OpenAI-compatible endpoint (or a local
 transformers model, ``--model-path DIR``); each
 episode is appended to ``runs/NAME/trajectories.jsonl`` as it ends, and ``results.json``
-(pass rate, mean score, pass@k, pass^k, breakdowns, tool errors, tokens, time, noise floor)
+(pass rate, mean rubric score, pass@k, pass^k, breakdowns, tool errors, tokens, time, noise floor)
 is written at the end. Run the same command again to resume an interrupted run.
 """
 
@@ -100,7 +100,7 @@ def evaluate_command(tasks_path: str, base_url: str | None, model: str | None,
     table.add_column("measure")
     table.add_column("value")
     rows = [("pass rate", f"{results['pass_rate']:.1%}"),
-            ("mean rubric score", f"{results['mean_score']:.3f}"),
+            ("mean rubric score", f"{results['mean_rubric_score']:.3f}"),
             ("pass@k", "  ".join(f"@{j} {v:.1%}" for j, v in results["pass_at_k"].items())),
             ("pass^k", "  ".join(f"^{j} {v:.1%}" for j, v in results["pass_hat_k"].items())),
             ("noise floor (std of repeat means)", f"{results['noise_floor']['std']:.3f}"),

@@ -1,8 +1,8 @@
 """What an evaluation run measured: pass rates, pass@k and pass^k, breakdowns, tool-call
-errors, tokens, time, and the noise floor of the score.
+errors, tokens, time, and the noise floor of the rubric score.
 
-Estimators, over a task played ``n`` times of which ``c`` passed (score 1: every required
-criterion passed):
+Estimators, over a task played ``n`` times of which ``c`` passed (every required criterion
+passed: ``meta.score == 1``):
 
 - pass@k = 1 - C(n - c, k) / C(n, k): the chance that at least one of k episodes drawn
   without replacement from the n passes (the unbiased estimator of Chen et al., 2021);
@@ -10,7 +10,10 @@ criterion passed):
 
 Both are averaged over tasks, for k = 1 .. n (pass@1 = pass^1 = the pass rate).
 
-The noise floor is the spread of the mean score over the k repeats: repeat r is every
+``pass_rate`` is the share of episodes that passed, ``mean_rubric_score`` their mean rubric
+score (the vocabulary of docs/rubric.md "Scores").
+
+The noise floor is the spread of the mean rubric score over the k repeats: repeat r is every
 task's episode ``rollout_idx == r``; its standard deviation across repeats says how far two
 runs of the same model may differ by chance, so a difference smaller than about twice it
 is not a difference.
@@ -44,20 +47,20 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
 class _Rate:
     """Episodes, passes and the score sum of a group of episodes."""
 
-    __slots__ = ("episodes", "passes", "score")
+    __slots__ = ("episodes", "passes", "rubric_score")
 
     def __init__(self) -> None:
-        self.episodes, self.passes, self.score = 0, 0, 0.0
+        self.episodes, self.passes, self.rubric_score = 0, 0, 0.0
 
     def add(self, meta: Mapping[str, Any]) -> None:
         self.episodes += 1
-        self.passes += int(meta["score"])
-        self.score += meta["rubric_score"]
+        self.passes += int(meta["score"])  # the published format's all-required pass, 0/1
+        self.rubric_score += meta["rubric_score"]
 
     def view(self) -> dict[str, Any]:
         n = self.episodes
         return {"episodes": n, "pass_rate": round(self.passes / n, 4) if n else 0.0,
-                "mean_score": round(self.score / n, 4) if n else 0.0}
+                "mean_rubric_score": round(self.rubric_score / n, 4) if n else 0.0}
 
 
 def _error_codes(record: Mapping[str, Any]) -> tuple[int, list[str]]:
@@ -125,14 +128,14 @@ def summarize(records: Iterable[dict[str, Any]], tasks: Mapping[str, Any], k: in
         hat = [pass_hat_k(n, c, j) for n, c in complete]
         curves["pass@k"][str(j)] = round(statistics.fmean(at), 4) if at else 0.0
         curves["pass^k"][str(j)] = round(statistics.fmean(hat), 4) if hat else 0.0
-    means = [rate.view()["mean_score"] for _, rate in sorted(repeats.items())]
+    means = [rate.view()["mean_rubric_score"] for _, rate in sorted(repeats.items())]
     episodes = overall.episodes
     errors = sum(codes.values())
     return {
         **overall.view(),
         "tasks": len(per_task), "k": k, "errored_episodes": errored,
         "pass_at_k": curves["pass@k"], "pass_hat_k": curves["pass^k"],
-        "noise_floor": {"repeat_mean_scores": means,
+        "noise_floor": {"repeat_mean_rubric_scores": means,
                         "std": round(statistics.pstdev(means), 4) if len(means) > 1 else 0.0,
                         "spread": round(max(means) - min(means), 4) if means else 0.0},
         "breakdowns": {name: {label: rate.view() for label, rate in sorted(group.items())}

@@ -93,14 +93,14 @@ def _e(value: Any) -> str:
 
 
 def _table(runs: Sequence[Run]) -> str:
-    head = ("run", "model", "tasks x k", "pass rate", "mean score", "pass@k", "pass^k",
+    head = ("run", "model", "tasks x k", "pass rate", "mean rubric score", "pass@k", "pass^k",
             "noise floor", "errored", "tool error rate", "calls/episode", "tokens/episode")
     rows = []
     for run in runs:
         r = run.results
         model = (r.get("run") or {}).get("model", "")
         cells = (run.name, model, f"{r.get('tasks')} x {r.get('k')}", f"{r['pass_rate']:.1%}",
-                 f"{r['mean_score']:.3f}",
+                 f"{r['mean_rubric_score']:.3f}",
                  " ".join(f"@{k} {v:.0%}" for k, v in r.get("pass_at_k", {}).items()),
                  " ".join(f"^{k} {v:.0%}" for k, v in r.get("pass_hat_k", {}).items()),
                  f"{(r.get('noise_floor') or {}).get('std', 0):.3f}",
@@ -140,7 +140,7 @@ def _bars(runs: Sequence[Run], breakdown: str) -> str:
     for i, run in enumerate(runs):
         groups = (run.results.get("breakdowns") or {}).get(breakdown, {})
         axes.bar([x + i * width for x in range(len(labels))],
-                 [groups.get(label, {}).get("mean_score", 0) for label in labels],
+                 [groups.get(label, {}).get("mean_rubric_score", 0) for label in labels],
                  width, label=run.name)
     axes.set_xticks([x + width * (len(runs) - 1) / 2 for x in range(len(labels))], labels,
                     rotation=30 if breakdown != "hops" else 0, ha="right"
@@ -196,7 +196,7 @@ def _viewer(run: Run, tasks: dict[str, dict[str, Any]]) -> str:
         out.append(f'<details class="episode" data-key="{_e(key.lower())}"><summary>'
                    f'<span class="{"pass" if passed else "fail"}">{"pass" if passed else "fail"}'
                    f"</span> {_e(meta['task_id'])} #{_e(meta['rollout_idx'])} "
-                   f"score {meta['rubric_score']:.2f}, {_e(meta['n_tool_calls'])} calls, "
+                   f"rubric score {meta['rubric_score']:.2f}, {_e(meta['n_tool_calls'])} calls, "
                    f"{_e(meta.get('domain', ''))}</summary>")
         out.append(_rubric(meta.get("rubric") or [], task))
         answered = (task.get("recorded") or {}).get("world_model", "offline")

@@ -77,7 +77,7 @@ class CompoenvState(State):
 
     task_id: str | None = None
     done: bool = False
-    score: float | None = None
+    rubric_score: float | None = None
     live_episodes: int = 0
     max_episodes: int = 0
 
@@ -320,14 +320,14 @@ class CompoenvEnvironment(Environment[CompoenvAction, CompoenvObservation, Compo
                                     "truncated": truncated}
         if "rubric" in info:
             metadata.update(rubric=info["rubric"], passes=[c["passed"] for c in info["rubric"]],
-                            score=info["score"], binary=info["binary"],
+                            rubric_score=info["rubric_score"], passed=info["passed"],
                             net_score=info["net_score"])
         if done and key != self._owned:
             self._store.drop(key)  # a named episode is over: free its place now
         if key == self._current:
             self._state = self._state.model_copy(update={
                 "step_count": info["step"], "done": done,
-                "score": info.get("score")})
+                "rubric_score": info.get("rubric_score")})
         return CompoenvObservation(text=text, done=done, reward=reward,
                                    metadata=metadata)
 
@@ -355,7 +355,8 @@ class CompoenvClient(EnvClient[CompoenvAction, CompoenvObservation, CompoenvStat
     ``step`` takes the assistant's message text (or a ``CompoenvAction``); ``reset`` takes
     ``seed``, ``task`` (a task id), ``task_index`` and ``episode_id``. Results are OpenEnv
     ``StepResult``s of ``CompoenvObservation``; at the end ``result.reward`` is the rubric
-    score and ``result.metadata`` holds ``passes``, ``rubric``, ``score`` and ``binary``.
+    score and ``result.metadata`` holds ``passes``, ``rubric``, ``rubric_score``, ``passed`` and
+    ``net_score``.
     """
 
     def _step_payload(self, action: CompoenvAction | str) -> dict[str, Any]:
