@@ -6,8 +6,8 @@
 Every task is played k times by the model behind the OpenAI-compatible endpoint (or a local
 transformers model, ``--model-path DIR``); each
 episode is appended to ``runs/NAME/trajectories.jsonl`` as it ends, and ``results.json``
-(pass rate, mean rubric score, pass@k, pass^k, breakdowns, tool errors, tokens, time, noise floor)
-is written at the end. Run the same command again to resume an interrupted run.
+(pass rate, mean rubric score, pass@k, pass^k, breakdowns, tool errors, tokens, time, noise
+floor) is written at the end. Run the same command again to resume an interrupted run.
 """
 
 from __future__ import annotations
@@ -48,9 +48,8 @@ __all__ = ["evaluate_command"]
               default="native", show_default=True,
               help="The endpoint's tool calling, or tools listed in the prompt and calls "
                    "written as text.")
-@click.option("--max-steps", type=click.IntRange(min=1), default=None,
-              help="Model turns per episode  [default: enough for each task's solution, at "
-                   "least 20]")
+@click.option("--max-steps", type=click.IntRange(min=1), default=30, show_default=True,
+              help="Model turns per episode.")
 @click.option("--temperature", type=click.FloatRange(min=0), default=0.0, show_default=True)
 @click.option("--max-tokens", type=click.IntRange(min=1), default=2048, show_default=True,
               help="Most tokens per model turn.")
@@ -66,7 +65,7 @@ __all__ = ["evaluate_command"]
 @library_option
 def evaluate_command(tasks_path: str, base_url: str | None, model: str | None,
                      model_path: str | None, device: str, out: str, k: int,
-                     concurrency: int, mode: str, tool_format: str, max_steps: int | None,
+                     concurrency: int, mode: str, tool_format: str, max_steps: int,
                      temperature: float, max_tokens: int, timeout_s: float, retries: int,
                      api_key_env: str, stream: bool, as_json: bool) -> None:
     """Play a model on a task set k times and write its trajectories and results."""

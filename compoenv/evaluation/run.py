@@ -25,14 +25,13 @@ TRAJECTORIES, ERRORS, RESULTS = "trajectories.jsonl", "errors.jsonl", "results.j
 
 def evaluate(tasks: str | Path | Sequence[Task | dict[str, Any]], agent: AsyncAgent,
              out: str | Path, *, k: int = 1, concurrency: int = 32, mode: str = "gateway",
-             max_steps: int | None = None, world_model: Any = None, progress: bool = False,
+             max_steps: int = 30, world_model: Any = None, progress: bool = False,
              registry: Registry | None = None) -> dict[str, Any]:
     """Play every task ``k`` times and write the run to the folder ``out``.
 
     ``out/trajectories.jsonl`` gets each finished episode (the trajectory format) as soon as
     it ends; episodes the endpoint could not serve go to ``out/errors.jsonl`` and are played
-    again by the next run on ``out``; ``max_steps`` not given, each episode gets enough actions
-    for its own task (``CompoWorldEnv``'s default); ``out/results.json`` holds ``metrics.summarize`` of
+    again by the next run on ``out``; ``out/results.json`` holds ``metrics.summarize`` of
     every episode (those of earlier runs on ``out`` included) and the run's settings.
 
     Returns:
@@ -42,7 +41,7 @@ def evaluate(tasks: str | Path | Sequence[Task | dict[str, Any]], agent: AsyncAg
         TaskFileError: a task line is broken or cannot be played on this library.
         ValueError: bad counts, or tasks with repeated ids.
     """
-    if k < 1 or concurrency < 1 or (max_steps is not None and max_steps < 1):
+    if k < 1 or concurrency < 1 or max_steps < 1:
         raise ValueError(f"need k, concurrency and max_steps >= 1, got k={k}, "
                          f"concurrency={concurrency}, max_steps={max_steps}")
     registry = registry or Registry.default()
