@@ -16,7 +16,9 @@ import time
 from typing import Any
 
 from compoenv.agents import OracleAgent, RandomAgent
-from compoenv.agents.exploits import SPRAYS, IdleAgent, SprayAgent, WriteEverythingAgent
+from compoenv.agents.exploits import (
+    SPRAYS, IdleAgent, RunOnSprayAgent, SprayAgent, WriteEverythingAgent,
+)
 from compoenv.answers import MAX_ANSWER_CHARS
 from compoenv.compose import Composer, ComposerConfig
 from compoenv.compose.verify import _session, oracle_message
@@ -25,7 +27,7 @@ from compoenv.reward import Outcome, score_rubric
 from compoenv.rollout import run_episode
 from compoenv.task import Task
 
-TARGETS = {"score_ms_1mb_reply_max": ("<=", 5.0), "exploit_rubric_mean_max": ("<=", 0.05)}
+TARGETS = {"score_ms_1mb_reply_max": ("<=", 5.0), "exploit_rubric_score_mean_max": ("<=", 0.05)}
 
 
 def _replies(task: Task) -> dict[str, str]:
@@ -57,12 +59,14 @@ def scoring_times(tasks: list[Task], repeats: int) -> dict[str, dict[str, float]
 
 
 def exploit_scores(tasks: list[Task]) -> dict[str, dict[str, float]]:
-    """Mean rubric score and binary reward of each exploit agent (and the oracle)."""
+    """Mean rubric score, all-required pass and net score of each exploit agent (and the
+    oracle)."""
     agents: dict[str, Any] = {"oracle": lambda i: OracleAgent(), "idle": lambda i: IdleAgent(),
                               "random": lambda i: RandomAgent(seed=i),
                               "write_everything": lambda i: WriteEverythingAgent(seed=i),
                               "oracle_without_report": lambda i: OracleAgent(report=False)}
     agents.update({f"spray_{k}": (lambda i, k=k: SprayAgent(k)) for k in SPRAYS})
+    agents["spray_run_on"] = lambda i: RunOnSprayAgent(seed=i)
     out = {}
     for mode in ("direct", "gateway"):
         env = CompoWorldEnv(tasks, mode=mode, max_steps=12)
@@ -70,9 +74,10 @@ def exploit_scores(tasks: list[Task]) -> dict[str, dict[str, float]]:
             metas = [run_episode(env, make(i), options={"index": i})["meta"]
                      for i in range(len(tasks))]
             out[f"{mode}/{name}"] = {
-                "rubric_mean": round(sum(m["rubric_score"] for m in metas) / len(metas), 4),
-                "binary_mean": round(sum(m["score"] for m in metas) / len(metas), 4),
-                "net_mean": round(sum(m["net_score"] for m in metas) / len(metas), 4)}
+                "rubric_score_mean": round(sum(m["rubric_score"] for m in metas) / len(metas),
+                                           4),
+                "passed_mean": round(sum(m["score"] for m in metas) / len(metas), 4),
+                "net_score_mean": round(sum(m["net_score"] for m in metas) / len(metas), 4)}
     return out
 
 
@@ -88,12 +93,12 @@ def main(argv: list[str] | None = None) -> None:
     with_answers = [t for t in tasks if t.answer][:20]
     times = scoring_times(with_answers, repeats)
     exploits = exploit_scores(tasks)
-    worst = max(v["rubric_mean"] for k, v in exploits.items()
+    worst = max(v["rubric_score_mean"] for k, v in exploits.items()
                 if not k.endswith(("/oracle", "/oracle_without_report")))
     result = {
         "tasks": n, "tasks_with_answers_timed": len(with_answers), "scoring": times,
         "exploits": exploits, "score_ms_1mb_reply_max": times["1mb_reply"]["max_ms"],
-        "exploit_rubric_mean_max": worst,
+        "exploit_rubric_score_mean_max": worst,
         "targets": {k: f"{op} {v}" for k, (op, v) in TARGETS.items()},
         "python": platform.python_version(), "platform": platform.platform(),
         "config": {"quick": args.quick, "repeats": repeats},

@@ -10,8 +10,11 @@ digits under Unicode NFKC). An answer criterion for value ``v`` of kind ``K`` pa
    on their own in the reply, not inside a longer name; see ``compoenv.text_answers``), and
 2. the reply mentions at most ``allowed`` distinct values of kind ``K``, where ``allowed`` is
    the number of answers of that kind the request asks for plus ``SLACK[K]``. Values the
-   request itself states (echoes) and today's date do not count, and neither do the numbers of
-   a numbered list ("1. ..."). Text values count the short text items listed beside them.
+   request itself states (echoes) and today's date do not count, nor do the numbers and marks
+   of a list ("1. ...", "- 82958"), nor up to ``MAX_WORKED`` values the episode's own work
+   accounts for (``worked_values``: what its writes were given or answered, the counts its
+   calls answered). Text values count the short text items listed beside them, and every
+   word of a piece that runs on without a sentence's structure.
 
 A reply longer than ``MAX_ANSWER_CHARS`` fails every answer criterion: a report needs no more,
 and reading it stays bounded whatever the agent sends.
@@ -19,17 +22,21 @@ and reading it stays bounded whatever the agent sends.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from compoenv._cache import ByIdentity
-from compoenv.text_answers import content, short_items, stands_alone, tokens, words
+from compoenv.text_answers import (
+    content, short_items, stands_alone, tokens, without_run_ons, words,
+)
 from compoenv.world import World
 
-__all__ = ["MAX_ANSWER_CHARS", "SLACK", "KINDS", "Mentions", "kind_of", "read_mentions",
-           "check_answer", "canonical"]
+__all__ = ["MAX_ANSWER_CHARS", "SLACK", "KINDS", "MAX_WORKED", "Mentions", "kind_of",
+           "read_mentions", "check_answer", "canonical", "worked_values"]
 
 MAX_ANSWER_CHARS = 8_000  # about 2,000 tokens: a long report
 # extra distinct values of a kind a reply may hold beyond those asked for; small integers
@@ -39,6 +46,11 @@ SLACK: dict[str, int] = {
     "id": 2, "person": 2, "organization": 2, "city": 2, "title": 1, "text": 1,
 }
 KINDS = tuple(SLACK)
+# values of a kind the episode's own work accounts for (what its writes created or were given,
+# how many records its calls returned) stand beside the answer for free, up to this many: an
+# honest report mentions them, a spray of many values is still a spray
+MAX_WORKED = 8
+_WORKED_SCALARS = 400  # the values of the episode's writes read for them, at most
 
 _MONTHS = {m: i + 1 for i, m in enumerate(
     ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"))}
@@ -54,8 +66,13 @@ _TIME = re.compile(r"\b(\d{1,2})(?::(\d{2}))?(?::\d{2})?\s*([ap])\.?m\.?(?![a-z]
                    r"\b(\d{1,2}):(\d{2})(?::\d{2})?\b", re.I)
 _PHONE = re.compile(r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?\(?\d{3}\)?[ .-]\d{3}[.-]\d{4}(?!\d)")
 _ID = re.compile(r"\b(?:[A-Z]{1,5}-\d{2,}|TRK\d{8}|[A-Z]{2}\d{2,4})\b")
-_LIST_MARK = re.compile(r"(?m)^\s*\d{1,3}[.)]\s")
-_NUMBER = re.compile(r"(?<![\w.])[-+\u2212]?[$€£]?\s?\d[\d,]*(?:\.\d+)?(?![\d,]*\.?\w)")
+# a slashed date: month first (US) or day first; a reading that cannot be a date is none
+_SLASH_DATE = re.compile(r"(?<![\d/])(\d{1,2})/(\d{1,2})/(\d{4})(?![\d/])")
+# the number of a numbered list and the mark of a bulleted one ("- 82958" is no negative number)
+_LIST_MARK = re.compile(r"(?m)^[ \t>]*(?:\d{1,3}[.)]|[-*+\u2022\u2013\u2014])[ \t]")
+# a sign belongs to a number only when nothing parts them ("-5", "-$5", not "- 5")
+_NUMBER = re.compile(r"(?<![\w.])(?:[-+\u2212](?=[$€£]?\d))?[$€£]?\s?\d[\d,]*(?:\.\d+)?"
+                     r"(?![\d,]*\.?\w)")
 _WORDS = re.compile(r"[^\W\d_]+")
 
 
@@ -131,6 +148,8 @@ def _masked(text: str) -> str:
         text = _EMAIL.sub(" ", text)
     if "-" in text or "/" in text:
         text = _ISO_DATE.sub(" ", _ISO_DATETIME.sub(" ", text))
+        if "/" in text:
+            text = _SLASH_DATE.sub(" ", text)
     if _ANY_MONTH.search(text):
         text = _DAY_FIRST.sub(" ", _MONTH_FIRST.sub(" ", text))
     if ":" in text or "m" in text or "M" in text:
@@ -185,6 +204,13 @@ def _read(text: str, world: World | None, kinds: frozenset[str] | None,
         rest = _ISO_DATETIME.sub(" ", rest)
         for m in _ISO_DATE.finditer(rest):
             add("date", _date(*map(int, m.groups())))
+        if "/" in rest:
+            for m in _SLASH_DATE.finditer(rest):
+                first, second, year = map(int, m.groups())
+                us, other = _date(year, first, second), _date(year, second, first)
+                add("date", us if us is not None else other)  # 03/31/2026, 31/03/2026
+                if us is not None and other is not None and other != us:
+                    add("date", other)  # 03/04/2026: both readings are mentioned
         for m in _MONTH_FIRST.finditer(rest):
             add("date", _date(int(m.group(3)), _MONTHS[m.group(1)[:3].lower()], int(m.group(2))))
         for m in _DAY_FIRST.finditer(rest):
@@ -288,7 +314,8 @@ _ECHOES: dict[tuple[str, int | None, str], frozenset[str]] = {}
 
 def check_answer(expected: str, message: str, world: World | None = None, *,
                  kind: str | None = None, allowed: int | None = None,
-                 instruction: str = "") -> tuple[bool, str]:
+                 instruction: str = "",
+                 worked: Mapping[str, frozenset[str]] | None = None) -> tuple[bool, str]:
     """Whether ``message`` reports ``expected`` as the answer, and why not.
 
     Args:
@@ -298,6 +325,8 @@ def check_answer(expected: str, message: str, world: World | None = None, *,
         kind: The value's kind (default: ``kind_of(expected)``).
         allowed: Distinct values of that kind the message may hold (default: 1 + slack).
         instruction: The request; values it states may be echoed without counting.
+        worked: Values of each kind the episode's own work accounts for (``worked_values``):
+            up to ``MAX_WORKED`` of them may stand beside the answer without counting.
     """
     if not isinstance(message, str):
         return False, "the final message is not text"
@@ -307,6 +336,7 @@ def check_answer(expected: str, message: str, world: World | None = None, *,
     kind = kind if kind in KINDS else kind_of(expected, world)
     if kind == "text":
         return _check_text(expected, message, world, allowed, instruction)
+    free = (worked or {}).get("date" if kind == "datetime" else kind, frozenset())
     target = canonical(expected, kind, world)
     if kind == "datetime":
         reply = read_mentions(message, world, frozenset({"datetime", "date", "time"}))
@@ -316,21 +346,111 @@ def check_answer(expected: str, message: str, world: World | None = None, *,
         counted, echoes, target_key = reply.of("date"), _echoes(instruction, world, "date"), day
     else:
         echoes = _echoes(instruction, world, kind)
-        limit = (allowed if allowed is not None else 1 + SLACK.get(kind, 0)) + len(echoes) + 1
+        limit = ((allowed if allowed is not None else 1 + SLACK.get(kind, 0)) + len(echoes)
+                 + min(len(free), MAX_WORKED) + 1)
         reply = read_mentions(message, world, frozenset({kind}), stop=limit)
         hit = target in reply.of(kind) or len(reply.of(kind)) > limit
         counted, target_key = reply.of(kind), target
     if not hit:
         return False, f"the final message does not report {expected!r}"
+    structured = without_run_ons(message)
+    if structured is not message and not _reports(target, kind, structured, world):
+        return False, (f"the final message holds {expected!r} only in a run of words without "
+                       f"the structure of a sentence (a spray is no answer)")
     if world is not None and kind in ("date", "datetime"):
         echoes = echoes | {world.today.isoformat()}
     others = counted - echoes - {target_key}
+    accounted = others & free
+    if len(accounted) > MAX_WORKED:  # beyond what a report mentions: they count again
+        accounted = set(sorted(accounted)[:MAX_WORKED])
+    others -= accounted
     most = allowed if allowed is not None else 1 + SLACK.get(kind, 0)
     if len(others) >= most:
         return False, (f"the final message names {len(others) + 1} or more distinct {kind} "
                        f"values; at most {most} may stand beside what the request states (a "
                        f"list of candidates is not an answer)")
     return True, ""
+
+
+def _reports(target: str, kind: str, message: str, world: World | None) -> bool:
+    """Whether ``message`` mentions the canonical value ``target`` of ``kind``."""
+    if kind == "datetime":
+        reply = read_mentions(message, world, frozenset({"datetime", "date", "time"}))
+        day, _, clock = target.partition("T")
+        return target in reply.of("datetime") or (day in reply.of("date")
+                                                  and clock in reply.of("time"))
+    return target in read_mentions(message, world, frozenset({kind})).of(kind)
+
+
+_COUNT_FIELD = re.compile(r"(?:^|_)counts?$|^(?:num|n)_", re.I)  # "count", "open_count"
+
+
+def worked_values(calls: Iterable[Any], is_write: Callable[[str], bool],
+                  world: World | None = None) -> dict[str, frozenset[str]]:
+    """Values of each kind the episode's own work accounts for, canonical as
+    ``read_mentions`` writes them: every whole value a successful write was given or answered
+    (the id of a record it created, a quantity, a date) and every count a successful call
+    answered (how many items a list held, a field named like a count). An honest report
+    mentions them beside the answer ("I created R-4821 for 4 people; 3 invoices are open").
+
+    Args:
+        calls: The episode's calls (``name``, ``arguments``, ``result``: the call log).
+        is_write: Whether the tool of that name changes state.
+        world: The episode's World.
+    """
+    found: dict[str, set[str]] = {}
+    budget = _WORKED_SCALARS
+
+    def add(value: Any) -> None:
+        nonlocal budget
+        budget -= 1
+        text = str(value)
+        if budget < 0 or not 0 < len(text) <= 200:
+            return
+        kind = kind_of(text, world)
+        if kind != "text":
+            found.setdefault(kind, set()).add(canonical(text, kind, world))
+            if kind == "datetime":
+                found.setdefault("date", set()).add(text[:10])
+
+    for call in calls:
+        result = call.result if isinstance(call.result, Mapping) else {}
+        if not result.get("success", False):
+            continue
+        data = result.get("data")
+        for count in _counts(data):
+            found.setdefault("integer", set()).add(_number_key(count))
+        if isinstance(call.name, str) and is_write(call.name):
+            for value in itertools.chain(_scalars(call.arguments), _scalars(data)):
+                add(value)
+    return {kind: frozenset(values) for kind, values in found.items()}
+
+
+def _scalars(value: Any, depth: int = 0) -> Iterator[Any]:
+    """The strings and numbers a JSON value holds (not booleans; not deeper than 4 levels)."""
+    if isinstance(value, Mapping) and depth < 4:
+        for item in value.values():
+            yield from _scalars(item, depth + 1)
+    elif isinstance(value, (list, tuple)) and depth < 4:
+        for item in value[:50]:
+            yield from _scalars(item, depth + 1)
+    elif isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        yield value
+
+
+def _counts(value: Any, depth: int = 0) -> Iterator[int]:
+    """How many items each list of a JSON value holds, and the values of its count fields."""
+    if isinstance(value, Mapping) and depth < 4:
+        for key, item in value.items():
+            if (isinstance(item, int) and not isinstance(item, bool) and isinstance(key, str)
+                    and _COUNT_FIELD.search(key) and 0 <= item < 10**9):
+                yield item
+            else:
+                yield from _counts(item, depth + 1)
+    elif isinstance(value, (list, tuple)) and depth < 4:
+        yield len(value)
+        for item in value[:50]:
+            yield from _counts(item, depth + 1)
 
 
 def _check_text(expected: str, message: str, world: World | None, allowed: int | None,

@@ -27,9 +27,19 @@ from compoenv.world import World
 from compoenv.worldmodel.offline import OfflineWorldModel
 from compoenv.worldmodel.simulator import Simulator
 
-__all__ = ["CompoWorldEnv", "TextSpace", "MODES"]
+__all__ = ["CompoWorldEnv", "TextSpace", "MODES", "DEFAULT_MAX_STEPS", "steps_for"]
 
 MODES = ("direct", "gateway")
+DEFAULT_MAX_STEPS = 20  # the fewest actions an episode gets when max_steps is not given
+STEP_SLACK = 4  # beyond one action per solution call: the final answer and a few retries
+SCENARIO_MIN_STEPS = 48  # composed scenario tasks are long
+
+
+def steps_for(tasks: Sequence[Task], floor: int = DEFAULT_MAX_STEPS) -> int:
+    """Enough actions for the longest solution of ``tasks`` (one call an action, the final
+    answer and a little slack), and never fewer than ``floor``: the default ``max_steps``."""
+    longest = max((len(t.solution) for t in tasks), default=0)
+    return max(floor, longest + STEP_SLACK)
 
 
 # shared instances: a Text space builds a character index
@@ -103,9 +113,13 @@ class CompoWorldEnv(gym.Env[str, str]):
             the id of a loaded task.
         mode: ``"direct"`` lists the task's tools; ``"gateway"`` lists four meta-tools over the
             task's services plus its distractors.
-        max_steps: Actions per episode before truncation (default: 20, or enough for the
-            longest solution of ``tasks`` one call an action, and 48 for scenario tasks).
-        reward: ``"rubric"`` (weighted criteria) or ``"binary"`` (all required criteria pass).
+        max_steps: Actions per episode before truncation. Default: each episode gets enough
+            for its own task's solution, one call an action, plus the final answer and some
+            slack (``steps_for``), and never fewer than 20 (48 for composed scenario tasks);
+            before the first reset ``max_steps`` covers the longest solution of ``tasks``.
+        reward: ``"rubric"`` (the reward is the rubric score) or ``"binary"`` (1.0 when every
+            required criterion passes, else 0.0). When the episode ends, ``info`` holds
+            ``rubric_score``, ``passed``, ``net_score`` and ``reward`` (docs/rubric.md).
         hops: Solution length for composed tasks: an int or (min, max).
         min_services: Fewest services a composed task touches.
         services: Restrict composed tasks to these services.
@@ -147,7 +161,9 @@ class CompoWorldEnv(gym.Env[str, str]):
             raise ValueError(f"max_steps must be >= 1, got {max_steps}")
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
-        self.mode, self.max_steps, self.reward_kind = mode, max_steps, reward
+        self.mode, self.reward_kind = mode, reward
+        # given: every episode gets it; not given: each episode gets enough for its own task
+        self._fixed_steps = max_steps
         self.render_mode = render_mode
         self.world_model = world_model
         if registry is not None and library is not None:
@@ -168,8 +184,9 @@ class CompoWorldEnv(gym.Env[str, str]):
         if self.tasks is not None and not self.tasks:
             where = f" ({tasks} has no tasks)" if isinstance(tasks, (str, Path)) else ""
             raise ValueError(f"tasks is empty{where}: give at least one task, or None to compose")
-        if max_steps is None:  # one call an action, the final answer, and a little slack
-            self.max_steps = max(20, longest + 4, 48 if scenarios is not None else 0)
+        self._min_steps = SCENARIO_MIN_STEPS if scenarios is not None else DEFAULT_MAX_STEPS
+        self.max_steps: int = (max_steps if max_steps is not None
+                               else max(self._min_steps, longest + STEP_SLACK))
         low, high = (hops, hops) if isinstance(hops, int) else hops
         if distractors is None:  # the gateway lists a few unrelated services by default
             distractors = 3 if mode == "gateway" else 0
@@ -201,6 +218,8 @@ class CompoWorldEnv(gym.Env[str, str]):
         world = World.get(task.seed, task.today())
         names = task.services + task.distractors if self.mode == "gateway" else task.services
         self.task = task
+        if self._fixed_steps is None:  # the limit follows the task of this episode
+            self.max_steps = steps_for((task,), self._min_steps)
         # the episode's own world model access: its cache holds the agent's arguments
         self.session = Session([self.registry.get(n) for n in names], world,
                                self._simulator(task) or Simulator(OfflineWorldModel()))
@@ -234,13 +253,15 @@ class CompoWorldEnv(gym.Env[str, str]):
 
     @property
     def spec(self) -> gym.envs.registration.EnvSpec | None:
-        """The env's spec (set by ``gym.make``), its ``max_episode_steps`` being ``max_steps``."""
+        """The env's spec (set by ``gym.make``), its ``max_episode_steps`` being ``max_steps``
+        (the current episode's, when it follows the task)."""
+        if self._spec is not None and self._spec.max_episode_steps != self.max_steps:
+            self._spec = dataclasses.replace(self._spec, max_episode_steps=self.max_steps)
         return self._spec
 
     @spec.setter
     def spec(self, value: gym.envs.registration.EnvSpec | None) -> None:
-        self._spec = value if value is None else dataclasses.replace(
-            value, max_episode_steps=self.max_steps)
+        self._spec = value
 
     def _pick_task(self, options: dict[str, Any]) -> Task:
         chosen = options.get("task")
@@ -325,8 +346,14 @@ class CompoWorldEnv(gym.Env[str, str]):
         self._done = True
         self._result = score_rubric(self.task.rubric, Outcome(self.session, final_message,
                                                               self.task.instruction))
-        reward = self._result.score if self.reward_kind == "rubric" else self._result.binary
-        return self._last_obs, float(reward), terminated, not terminated, self._info()
+        return self._last_obs, self._reward(), terminated, not terminated, self._info()
+
+    def _reward(self) -> float:
+        """The env reward of the ended episode: its rubric score (``reward="rubric"``) or its
+        all-required pass as 0/1 (``reward="binary"``)."""
+        assert self._result is not None
+        return (self._result.rubric_score if self.reward_kind == "rubric"
+                else float(self._result.passed))
 
     def _info(self) -> dict[str, Any]:
         # A fresh dict each call (Gymnasium's contract) holding read-only views of the tools and
@@ -337,9 +364,11 @@ class CompoWorldEnv(gym.Env[str, str]):
                                 "step": self._steps}
         if self._result is not None:
             info["rubric"] = [c.model_dump() for c in self._result.criteria]
-            info["score"] = self._result.score
-            info["binary"] = self._result.binary
+            # the vocabulary of scores (docs/rubric.md "Scores")
+            info["rubric_score"] = self._result.rubric_score
+            info["passed"] = self._result.passed
             info["net_score"] = self._result.net_score
+            info["reward"] = self._reward()
         return info
 
     def render(self) -> str | None:

@@ -15,12 +15,12 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from pydantic import BaseModel
 
-from compoenv.answers import check_answer
+from compoenv.answers import check_answer, worked_values
 from compoenv.schema import names_record
 from compoenv.service import split_qualified
 from compoenv.session import CallRecord, Session
 from compoenv.task import (
-    AnswerCriterion, CallCriterion, Criterion, OrderCriterion, StateCriterion, Task,
+    MAX_WEIGHT, AnswerCriterion, CallCriterion, Criterion, OrderCriterion, StateCriterion, Task,
     UnchangedCriterion,
 )
 
@@ -65,6 +65,16 @@ class Outcome:
         """Every value the episode's successful tool results showed."""
         return Shown.of(r.result.get("data") for r in self.session.log
                         if r.result.get("success", False))
+
+    @cached_property
+    def worked_values(self) -> dict[str, frozenset[str]]:
+        """What the episode's own calls account for (``answers.worked_values``): values an
+        honest report may name beside the answers."""
+        def is_write(name: str) -> bool:
+            spec = self.session.spec(name)
+            return spec is not None and not spec.read_only
+
+        return worked_values(self.session.log, is_write, self.session.world)
 
     @cached_property
     def mounted(self) -> frozenset[str]:
@@ -136,19 +146,25 @@ class CriterionResult(BaseModel):
 class RubricResult(BaseModel):
     """Scores of one episode.
 
+    The names are the vocabulary of scores everywhere (``info``, trajectories, exports, eval
+    results; docs/rubric.md "Scores").
+
     Attributes:
         criteria: Each criterion's result (``passed`` is the criterion's own verdict).
-        score: The rubric score: weighted mean of passes, 0 when no required criterion passes.
-        binary: 1.0 when every required criterion passes.
-        net_score: The rubric score net of collateral damage: failed guards count against the
-            score instead of just not adding to it (``max(0, (passed - failed guards) /
-            total)`` by weight), 0 when no required criterion passes.
-        worked: Whether some required criterion passed.
+        rubric_score: The writes' weighted pass rate (``WRITE_SHARE`` of it) and the rest's
+            (answers, rules, reads); 0 when no required criterion of the work passes or a
+            required guard failed.
+        passed: Whether every required criterion passed, guards included (the all-required
+            pass).
+        net_score: The same mix less the share of guard weight that failed (a softer penalty
+            for collateral damage than the void), 0 when no required criterion of the work
+            passes.
+        worked: Whether some required criterion of the work (not a guard) passed.
     """
 
     criteria: list[CriterionResult]
-    score: float
-    binary: float
+    rubric_score: float
+    passed: bool
     net_score: float = 0.0
     worked: bool = True
 
@@ -257,7 +273,7 @@ def _check_answer(c: AnswerCriterion, out: Outcome) -> tuple[bool, str]:
     if c.shown and not out.shown.has(c.value):
         return False, f"{c.value!r} was reported but no tool showed it in this episode"
     return check_answer(c.value, out.final_message, out.session.world, kind=c.value_kind,
-                        allowed=c.allowed, instruction=out.instruction)
+                        allowed=c.allowed, instruction=out.instruction, worked=out.worked_values)
 
 
 def _call_matches(c: CallCriterion, record: CallRecord) -> bool:
@@ -410,6 +426,17 @@ def check_criterion(c: Criterion, outcome: Outcome) -> tuple[bool, str]:
         return False, f"criterion error: {type(exc).__name__}: {exc}"
 
 
+def _weight(c: Criterion) -> float:
+    """A criterion's weight as scores count it: a Task admits only finite weights in
+    (0, MAX_WEIGHT]; one that skipped validation (built with ``model_construct`` or changed by
+    ``model_copy``) counts 0 when not a finite positive number, MAX_WEIGHT when above it, so the
+    scores stay numbers in [0, 1]."""
+    w = c.weight
+    if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w <= 0:
+        return 0.0
+    return min(float(w), MAX_WEIGHT)
+
+
 def _one_to_one(candidates: list[list[Any]]) -> list[bool]:
     """Which of several criteria keep a pass when each needs a thing of its own: a maximum
     matching of criteria to the records (or calls) each one accepts."""
@@ -462,10 +489,10 @@ def _mean(results: list[CriterionResult]) -> float:
 def score_rubric(rubric: Sequence[Criterion], outcome: Outcome) -> RubricResult:
     """Check every criterion.
 
-    - ``binary``: 1.0 when every required criterion passes (guards included).
-    - ``score``: the writes (required ``state`` and ``call`` criteria) carry ``WRITE_SHARE``
-      of it and the rest (answers, rules, reads) the remainder, each part a weighted mean of
-      passes; 0 when no required criterion of the work passes (no work, no reward) or a
+    - ``passed``: whether every required criterion passes (guards included).
+    - ``rubric_score``: the writes (required ``state`` and ``call`` criteria) carry
+      ``WRITE_SHARE`` of it and the rest (answers, rules, reads) the remainder, each part a
+      weighted mean of passes; 0 when no required criterion of the work passes (no work, no reward) or a
       required guard failed (collateral damage voids the episode).
     - ``net_score``: the same mix less the share of guard weight that failed, 0 without work.
     """
@@ -473,16 +500,16 @@ def score_rubric(rubric: Sequence[Criterion], outcome: Outcome) -> RubricResult:
     for c in rubric:
         passed, detail = check_criterion(c, outcome)
         results.append(CriterionResult(id=c.id, kind=c.kind, description=c.description,
-                                       passed=passed, weight=c.weight, required=c.required,
+                                       passed=passed, weight=_weight(c), required=c.required,
                                        detail=detail))
     _distinct(rubric, results, outcome)
     positive = [r for r in results if r.kind not in GUARDS]
     guards = [r for r in results if r.kind in GUARDS]
     work = [r for r in positive if r.required]
     worked = any(r.passed for r in work) if work else True
-    binary = float(all(r.passed for r in results if r.required))
+    passed = all(r.passed for r in results if r.required)
     if not worked:
-        return RubricResult(criteria=results, score=0.0, binary=0.0, net_score=0.0,
+        return RubricResult(criteria=results, rubric_score=0.0, passed=False, net_score=0.0,
                             worked=False)
     writes = [r for r in work if r.kind in ("state", "call")]
     rest = [r for r in positive if not (r.required and r.kind in ("state", "call"))]
@@ -494,7 +521,7 @@ def score_rubric(rubric: Sequence[Criterion], outcome: Outcome) -> RubricResult:
     failed_share = 1.0 - _mean(guards) if guards else 0.0
     score = 0.0 if damaged else mix
     net = max(0.0, mix - failed_share)
-    return RubricResult(criteria=results, score=min(1.0, score), binary=binary,
+    return RubricResult(criteria=results, rubric_score=min(1.0, score), passed=passed,
                         net_score=min(1.0, net))
 
 
@@ -536,6 +563,12 @@ def completion_focused(passes: Sequence[Sequence[bool | float]],
         raise ValueError(f"every rollout needs {k} criterion results; got lengths "
                          f"{sorted({len(r) for r in rows})}")
     base = [1.0] * k if weights is None else [float(w) for w in weights]
+    bad = [w for w in base if not math.isfinite(w)]
+    if bad:
+        raise ValueError(f"weights must be finite numbers, got {bad[:3]}")
+    top = max(base, default=0.0)
+    if top > 0:  # only ratios matter: scaled to at most 1, huge weights cannot overflow
+        base = [w / top for w in base]
     need = [True] * k if required is None else [bool(r) for r in required]
     if len(base) != k or len(need) != k:
         raise ValueError(f"weights and required need {k} entries")

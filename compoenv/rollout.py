@@ -60,7 +60,8 @@ def episode_record(info: dict[str, Any], terminated: bool, rollout_idx: int,
         "messages": messages,
         "meta": {
             "task_id": task["id"], "rollout_idx": rollout_idx,
-            "rubric_score": info["score"], "score": info["binary"],
+            # the published format: "score" is the all-required pass as 0/1
+            "rubric_score": info["rubric_score"], "score": float(info["passed"]),
             "net_score": info["net_score"],
             "n_tool_calls": n_calls, "n_real_tool_calls": n_real, "n_steps": info["step"],
             "services": task["services"], "domain": task["domain"],

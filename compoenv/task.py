@@ -10,10 +10,20 @@ from typing import Annotated, Any, Iterable, Iterator, Literal, TypeVar, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 __all__ = [
-    "Task", "Call", "Criterion", "StateCriterion", "AnswerCriterion", "CallCriterion",
+    "MAX_WEIGHT", "MAX_CRITERIA", "MAX_VALUE_CHARS", "MAX_ALLOWED", "Task", "Call", "Criterion", "StateCriterion", "AnswerCriterion", "CallCriterion",
     "UnchangedCriterion", "OrderCriterion", "HouseRule", "TaskFileError", "load_tasks", "iter_tasks", "iter_numbered_tasks",
     "save_tasks",
 ]
+
+
+# Bounds on what a task file may ask of the reward (a task file is data from anywhere): a
+# weight of Infinity, NaN or 1e308 would make the score NaN, and thousands of criteria or
+# answer values of megabytes would stall every step that scores them. Composed tasks stay far
+# below them (weights 0.5-1, a few dozen criteria, answer values of a few dozen characters).
+MAX_WEIGHT = 100.0  # a criterion's weight: finite, 0 < weight <= MAX_WEIGHT
+MAX_CRITERIA = 200  # criteria in one rubric
+MAX_VALUE_CHARS = 1_000  # characters of one answer value (an answer criterion's, or Task.answer's)
+MAX_ALLOWED = 50  # an answer criterion's ``allowed``: distinct values a reply may name
 
 
 class _Model(BaseModel):
@@ -30,7 +40,7 @@ class Call(_Model):
 class _Criterion(_Model):
     id: str
     description: str
-    weight: float = Field(1.0, ge=0)
+    weight: float = Field(1.0, gt=0, le=MAX_WEIGHT, allow_inf_nan=False)
     required: bool = True
 
 
@@ -65,9 +75,9 @@ class AnswerCriterion(_Criterion):
     kind read from the value, and one plus that kind's slack)."""
 
     kind: Literal["answer"] = "answer"
-    value: str
+    value: str = Field(min_length=1, max_length=MAX_VALUE_CHARS)
     value_kind: str | None = None
-    allowed: int | None = Field(None, ge=1)
+    allowed: int | None = Field(None, ge=1, le=MAX_ALLOWED)
     # the value is one a tool shows (an id, a price): reported only after a tool showed it in
     # this episode, so a guess passes nothing
     shown: bool = False
@@ -165,8 +175,9 @@ class Task(_Model):
     seed: int = Field(ge=0, lt=2**31)
     date: str
     solution: list[Call]
-    answer: list[str] = []
-    rubric: list[Criterion]
+    answer: list[Annotated[str, Field(max_length=MAX_VALUE_CHARS)]] = Field(
+        [], max_length=MAX_CRITERIA)
+    rubric: list[Criterion] = Field(max_length=MAX_CRITERIA)
     capabilities: list[str] = []
     domain: str
     hops: int

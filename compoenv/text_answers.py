@@ -10,13 +10,15 @@ items for ``compoenv.answers`` to count like the mentions of a typed kind.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
 from compoenv._cache import ByIdentity
 from compoenv.world import World
 
-__all__ = ["Token", "tokens", "words", "content", "stands_alone", "short_items"]
+__all__ = ["Token", "tokens", "words", "content", "stands_alone", "short_items",
+           "without_run_ons"]
 
 _TOKEN = re.compile(r"[^\W_]+(?:[.,'-][^\W_]+)*")
 # words that open a sentence or sit between names without being part of one: "The Health
@@ -29,7 +31,16 @@ _PLAIN = frozenset(
 _FILLER = _PLAIN | frozenset("hello hi ok okay sure thanks thank".split())
 # where one item of a list ends and the next begins
 _BETWEEN_ITEMS = re.compile(r"[,;|\n\u2022:()\[\]]|[.!?](?=\s|$)|\s(?:or|and)\s", re.I)
-_LIST_MARK = re.compile(r"(?m)^\s*(?:\d{1,3}[.)]|[-*])\s")
+_LIST_MARK = re.compile(r"(?m)^[ \t>]*(?:\d{1,3}[.)]|[-*+\u2022\u2013\u2014])[ \t]")
+# a Markdown table's rule row ("| --- | :--: |") and the header row above it
+_TABLE_HEAD = re.compile(r"(?m)^[^\n]*\|[^\n]*\n[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+[ \t]*"
+                         r"(?::?-{3,}:?[ \t]*)?$")
+# the label of a labelled line ("Total: ...", "- **Status:** ...", "| Status | ... |"): a few
+# words that name what follows, not a value beside it
+_LABEL = re.compile(r"(?m)^([ \t>]*(?:(?:\d{1,3}[.)]|[-*+\u2022])[ \t]+)?)"
+                    r"(?:\*\*|__)?([^\W_][^:|\n*_]{0,40}?)(?:\*\*|__)?[ \t]*"
+                    r"(?::(?:\*\*|__)?(?=[ \t]*\S)|\|(?=[^\n]*\|))")
+_TABLE_START = re.compile(r"(?m)^[ \t]*\|")
 # links and emails are values of a typed kind, never a text candidate; left whole they would
 # be cut at their ':' and '.' into word items ("https", "www maplemedia com")
 _LINK_OR_EMAIL = re.compile(r"https?://[^\s<>\"')\]]+|[\w.%+-]+@[\w.-]+\.[a-z]{2,}", re.I)
@@ -132,15 +143,113 @@ def content(found: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(w for w in found if w not in _PLAIN) or found
 
 
+def _unlabelled(text: str, key: tuple[str, ...]) -> str:
+    """``text`` without its table headers and the labels of its labelled lines and table
+    rows (they name what follows), unless the value itself stands as a label: then a list of
+    labels is a list of candidates, and they all count."""
+    if "|" in text:
+        text = _TABLE_HEAD.sub("", text)
+        text = _TABLE_START.sub("", text)
+    if ":" not in text and "|" not in text:
+        return text
+    labels = [content(words(m.group(2))) for m in _LABEL.finditer(text)]
+    if key in labels:
+        return text
+    return _LABEL.sub(lambda m: m.group(1) + " ; ", text)
+
+
+def _frame(found: tuple[str, ...]) -> tuple[str, ...]:
+    """An item's shape: its plain words kept, each run of other words one ``_`` ("it is _",
+    "the _ is _")."""
+    out: list[str] = []
+    for w in found:
+        if w in _PLAIN:
+            out.append(w)
+        elif not out or out[-1] != "_":
+            out.append("_")
+    return tuple(out)
+
+
+def _run_on(rest: tuple[str, ...], every: tuple[str, ...], least: int = 5,
+            share: int = 5) -> bool:
+    """Whether the words of one piece of a reply, beside the value (``rest``; ``every``: all
+    of them), run on without the structure of a sentence: ``least`` words or more with
+    under one in ``share`` of them plain ("news sports tech business science"), or one frame
+    of plain words repeated around the words between ("it is news it is sports it is
+    health")."""
+    if len(rest) < least:
+        return False
+    if sum(w in _PLAIN for w in rest) * share < len(rest):
+        return True
+    frames: dict[tuple[str, ...], int] = {}
+    gap: list[str] = []
+    for w in every:
+        if w in _PLAIN:
+            gap.append(w)
+        elif gap:
+            frames[tuple(gap)] = frames.get(tuple(gap), 0) + 1
+            gap = []
+    return max(frames.values(), default=0) >= 3
+
+
+def without_run_ons(text: str) -> str:
+    """``text`` with every piece that runs on without a sentence's structure blanked out: 12
+    words or more between two marks, under one in eight of them plain, or one frame of plain
+    words repeated ("zurich the harbor suites 177 church street riverside pavilion ..."). A
+    value inside such a piece is sprayed, not reported."""
+    if text.count(" ") < _RUN_ON_TYPED - 1:
+        return text
+    out, start, blanked = [], 0, False
+    for mark in itertools.chain(_BETWEEN_ITEMS.finditer(text), (None,)):
+        end = len(text) if mark is None else mark.start()
+        every = words(text[start:end])
+        if _run_on(every, every, _RUN_ON_TYPED, 8):
+            out.append(" " * (end - start))
+            blanked = True
+        else:
+            out.append(text[start:end])
+        if mark is not None:
+            out.append(mark.group(0))
+            start = mark.end()
+    return "".join(out) if blanked else text
+
+
+_RUN_ON_TYPED = 12  # words a piece needs before a typed value in it may be sprayed
+_RUN_ON_WORDS = 5  # fewer words beside the value are read as they stand
+
+
+def _beside(found: tuple[str, ...], key: tuple[str, ...]) -> tuple[tuple[str, ...], bool]:
+    """The words of a piece outside the value's first occurrence, and whether it occurs."""
+    size = len(key)
+    for i in range(len(found) - size + 1):
+        if found[i:i + size] == key:
+            return found[:i] + found[i + size:], True
+    return found, False
+
+
 def short_items(text: str, target: tuple[str, ...]) -> list[tuple[tuple[str, ...], str]]:
     """The list-like items of ``text`` (what commas, semicolons, lines, 'or', 'and' and
     sentence ends part) no longer than ``target`` and one word, as (content words, raw
-    text); items of fillers alone ("Done.") are left out."""
+    text). Left out: items of fillers alone ("Done."), labels ("Total:", a table's first
+    column and header), and clauses ("the booking is confirmed") unless another item shares
+    their frame ("It is news. It is sports."). A piece that runs on without a sentence's
+    structure ("news sports health tech ...") is as many items as it has words."""
     key = content(target)
-    items = []
-    for piece in _BETWEEN_ITEMS.split(_LINK_OR_EMAIL.sub(";", _LIST_MARK.sub(" ", text))):
-        found = content(words(piece))
-        if (0 < len(found) <= len(key) + 1
-                and (found == key or not all(w in _FILLER for w in found))):
-            items.append((found, piece.strip()))
-    return items
+    text = _unlabelled(_LINK_OR_EMAIL.sub(";", text), key)
+    found_items: list[tuple[tuple[str, ...], tuple[str, ...], str]] = []
+    for piece in _BETWEEN_ITEMS.split(_LIST_MARK.sub(" ", text)):
+        every = words(piece)
+        found = content(every)
+        rest, has_value = _beside(every, target)
+        if len(found) > len(key) + 1 and _run_on(rest, every):  # as many items as words
+            if has_value:
+                found_items.append((key, (), " ".join(key)))
+            found_items.extend(((w,), ("_",), w) for w in rest if w not in _PLAIN)
+        elif (0 < len(found) <= len(key) + 1
+              and (found == key or not all(w in _FILLER for w in found))):
+            found_items.append((found, _frame(every), piece.strip()))
+    frames: dict[tuple[str, ...], int] = {}
+    for _, frame, _ in found_items:
+        frames[frame] = frames.get(frame, 0) + 1
+    return [(found, raw) for found, frame, raw in found_items
+            if found == key or all(w == "_" for w in frame) or frames[frame] > 1]

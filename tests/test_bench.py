@@ -46,8 +46,8 @@ def test_reward_bench_times_hostile_replies_and_scores_exploit_agents(tmp_path: 
     result = json.loads(proc.stdout)
     assert set(result["scoring"]) >= {"1mb_reply", "numbers_only_at_limit",
                                       "lookalike_digits_at_limit", "oracle_reply"}
-    assert result["exploits"]["direct/oracle"]["rubric_mean"] == 1.0
-    assert result["exploits"]["gateway/idle"]["rubric_mean"] == 0.0
+    assert result["exploits"]["direct/oracle"]["rubric_score_mean"] == 1.0
+    assert result["exploits"]["gateway/idle"]["rubric_score_mean"] == 0.0
     assert set(result["meets"]) == set(result["targets"])
 
 

@@ -19,7 +19,7 @@ def test_generated_tasks_are_verified_multi_service_2_to_4_hops(tasks50):
     for t in tasks50:
         assert 2 <= t.hops <= 4 and len(t.services) >= 2 and t.hops == len(t.solution)
         assert t.id == t.content_hash()
-        assert replay(t).score == 1.0
+        assert replay(t).rubric_score == 1.0
         empty = replay(t, calls=False)  # guards pass on an empty run; the work does not
         assert not any(c.passed for c in empty.criteria if c.required and c.kind != "unchanged")
 
@@ -207,7 +207,7 @@ def test_a_wrong_argument_in_the_solution_fails_a_criterion(tasks50):
                                                                   key: value + "x"}),
                  *t.solution[i + 1:]]
         result = replay(t.model_copy(update={"solution": wrong}))
-        assert result.score < 1.0, t.id
+        assert result.rubric_score < 1.0, t.id
         checked += 1
     assert checked >= 5
 

@@ -34,7 +34,7 @@ def test_a_faithful_rewrite_replaces_the_template_and_records_it():
         template = t.recorded["rewrite"]["template"]
         assert " ".join(template.split()) in t.instruction
         assert t.recorded["rewrite"]["model"] == "tiny"
-        assert t.id == t.content_hash() and replay(t).score == 1.0
+        assert t.id == t.content_hash() and replay(t).rubric_score == 1.0
     assert c.rewrite_stats.accepted == 3
 
 

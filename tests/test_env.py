@@ -89,7 +89,7 @@ def test_oracle_scores_one_on_50_tasks_in_direct_and_gateway_modes(tasks50):
         for i, t in enumerate(tasks50):
             reward, info = play(env, OracleAgent(), options={"index": i})
             assert reward == 1.0, (mode, t.id, [c for c in info["rubric"] if not c["passed"]])
-            assert info["binary"] == 1.0
+            assert info["passed"] == 1.0
 
 
 @pytest.mark.parametrize("fmt", ["hermes", "qwen3_coder", "json"])
@@ -114,7 +114,7 @@ def test_empty_final_answer_fails_every_required_criterion(task):
     env = CompoWorldEnv([task])
     env.reset()
     obs, reward, term, trunc, info = env.step("I cannot help with that.")
-    assert term and not trunc and info["binary"] == 0.0
+    assert term and not trunc and info["passed"] == 0.0
     assert not any(c["passed"] for c in info["rubric"] if c["required"])
 
 
@@ -125,13 +125,13 @@ def test_max_steps_truncates_and_scores(task):
     _, r, term, trunc, _ = env.step(call)
     assert not (term or trunc)
     _, r, term, trunc, info = env.step(call)
-    assert trunc and not term and "rubric" in info and r == info["score"]
+    assert trunc and not term and "rubric" in info and r == info["rubric_score"]
 
 
 def test_binary_reward_mode(task):
     env = CompoWorldEnv([task], reward="binary")
     reward, info = play(env, OracleAgent())
-    assert reward == 1.0 == info["binary"]
+    assert reward == 1.0 == info["passed"]
 
 
 def test_step_after_episode_end_does_not_raise(task):

@@ -73,7 +73,7 @@ def test_an_oracle_episode_scores_one(tasks):
         assert set(info) == {"task_id", "seed", "step"}
     obs, reward, terminated, truncated, info = env.step(final)
     assert (reward, terminated, truncated) == (1.0, True, False)
-    assert info["score"] == info["binary"] == 1.0 and all(info["passes"])
+    assert info["rubric_score"] == info["passed"] == 1.0 and all(info["passes"])
     assert len(info["passes"]) == len(info["required"]) == len(task.rubric)
 
 
@@ -125,7 +125,7 @@ def test_malformed_actions_never_raise(tasks, action):
     if not terminated:
         assert '"success": false' in obs
         _, _, terminated, truncated, info = env.step(action)  # the turn limit: scored
-        assert (terminated, truncated) == (False, True) and info["score"] == 0.0
+        assert (terminated, truncated) == (False, True) and info["rubric_score"] == 0.0
 
 
 def test_bad_settings_are_clear_errors(tasks, tmp_path):

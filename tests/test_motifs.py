@@ -128,4 +128,4 @@ def test_distractors_are_unused_services_recorded_in_the_task():
     config = ComposerConfig(distractors=2)
     for t in Composer(config=config).generate(10, seed=4):
         assert len(t.distractors) == 2 and not set(t.distractors) & set(t.services)
-        assert replay(t).score == 1.0
+        assert replay(t).rubric_score == 1.0

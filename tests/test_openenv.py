@@ -120,7 +120,7 @@ def test_a_websocket_episode_with_openenv_clients_reaches_reward_one(url, tasks)
             result = env.step(action)
         assert result.reward == 1.0 and all(result.metadata["passes"])
         state = env.state()
-        assert (state.task_id, state.done, state.score) == (tasks[3].id, True, 1.0)
+        assert (state.task_id, state.done, state.rubric_score) == (tasks[3].id, True, 1.0)
         assert state.step_count == len(tasks[3].solution) + 1
 
 

@@ -120,14 +120,14 @@ def test_group_of_multi_turn_episodes_gets_the_completion_focused_reward(lm, tas
         logs = response["extra_logs"]
         assert logs["group_reward"] == pytest.approx(reward)
         assert (logs["group_size"], logs["group_fallback"], logs["label_error"]) == (4, 0, 0)
-        assert logs["rubric_score"] == pytest.approx(info["score"])
+        assert logs["rubric_score"] == pytest.approx(info["rubric_score"])
         assert logs["criteria_passed"] == sum(c["passed"] for c in info["rubric"])
         assert set(logs) == set(responses[0]["extra_logs"])
         assert all(type(v) is float for v in logs.values())
     for i in driven:
         assert responses[i]["reward"] == pytest.approx(max(expected)) == pytest.approx(1.0)
         logs = responses[i]["extra_logs"]
-        assert (logs["tool_calls"], logs["steps"], logs["pass_rate"]) == (len(oracle) - 1,
+        assert (logs["tool_calls"], logs["steps"], logs["criteria_pass_rate"]) == (len(oracle) - 1,
                                                                            len(oracle), 1.0)
 
 
@@ -217,7 +217,7 @@ def test_a_group_that_never_fills_falls_back_to_each_episodes_rubric_score(lm, t
         responses = run(rollout, record, 2)
     assert "COMPOENV_GROUP_TIMEOUT" in caplog.text
     for response in responses:
-        own = replay(task, actions_of(response, tokenizer))[1]["score"]
+        own = replay(task, actions_of(response, tokenizer))[1]["rubric_score"]
         assert response["reward"] == response["scores"] == pytest.approx(own)
         assert response["extra_logs"]["group_fallback"] == 1.0
     assert len({r["reward"] for r in responses}) == 2
@@ -247,7 +247,7 @@ def test_a_failed_execution_releases_its_group_at_once(lm, tasks):
     started = time.perf_counter()
     survivor, failure = sorted(asyncio.run(pair()), key=lambda r: isinstance(r, Exception))
     assert time.perf_counter() - started < 30 and isinstance(failure, RuntimeError)
-    own = replay(tasks[0], actions_of(survivor, tokenizer))[1]["score"]
+    own = replay(tasks[0], actions_of(survivor, tokenizer))[1]["rubric_score"]
     assert survivor["extra_logs"]["group_fallback"] == 1.0
     assert survivor["reward"] == pytest.approx(own)
 
@@ -304,8 +304,8 @@ def test_qwen_feedback_groups_the_results_of_several_calls_into_one_user_turn(lm
     assert step["environment_feedback"].startswith("<|im_end|>\n<|im_start|>user\n<tool_resp")
     final = asyncio.run(cut.step({"action_text": "No idea." + EOS}))
     assert final["done"] and final["environment_feedback"] == ""
-    assert final["rewards"].item() == pytest.approx(cut.outcome.score)
-    assert cut.outcome.score < 1.0
+    assert final["rewards"].item() == pytest.approx(cut.outcome.rubric_score)
+    assert cut.outcome.rubric_score < 1.0
 
 
 def test_a_template_that_rewrites_the_end_of_a_turn_is_refused_with_a_clear_error(lm, tasks):
@@ -350,7 +350,7 @@ def test_real_model_families_get_their_own_tool_turns(lm, tasks, family, renders
                            add_generation_prompt=True)
             prompt_part = grown[len(render(conversation, tools=info["tools"], tokenize=False)):]
             assert step["environment_feedback"].endswith(prompt_part)
-    assert step["done"] and instance.outcome.score == 1.0
+    assert step["done"] and instance.outcome.rubric_score == 1.0
     if renders_raw_turns:
         assert text == render(conversation, tools=info["tools"], tokenize=False)
     if family == "glm4moe":  # GLM ends a calling turn with the tool turn's own opening token

@@ -52,7 +52,7 @@ def test_state_call_and_unchanged_criteria_follow_the_session():
     assert score_rubric(rubric, Outcome(s)).passes == [False, False, True]
     s.call("contacts__update_phone", {"contact_id": contact.id, "phone": new_phone})
     result = score_rubric(rubric, Outcome(s))
-    assert result.passes == [True, True, True] and result.score == 1.0 and result.binary == 1.0
+    assert result.passes == [True, True, True] and result.rubric_score == 1.0 and result.passed
     other = [k for k in s.state("contacts").contacts if k != contact.id][0]
     s.call("contacts__update_phone", {"contact_id": other, "phone": new_phone})
     assert score_rubric(rubric, Outcome(s)).passes == [True, True, False]
@@ -64,9 +64,9 @@ def test_score_is_weighted_mean_and_binary_needs_every_required_criterion():
     b = AnswerCriterion(id="b", description="", value="blue", weight=1, required=False)
     c = AnswerCriterion(id="c", description="", value="green", weight=2)
     r = score_rubric([a, b, c], Outcome(s, "yes, green"))
-    assert r.score == pytest.approx(5 / 6) and r.binary == 1.0
+    assert r.rubric_score == pytest.approx(5 / 6) and r.passed
     r = score_rubric([a, b, c], Outcome(s, "yes and blue"))
-    assert r.score == pytest.approx(4 / 6) and r.binary == 0.0
+    assert r.rubric_score == pytest.approx(4 / 6) and not r.passed
 
 
 def test_no_work_no_reward_guards_count_only_beside_work():
@@ -76,9 +76,9 @@ def test_no_work_no_reward_guards_count_only_beside_work():
                                required=False, weight=0.5)
     idle = score_rubric([work, guard], Outcome(s, "I'm done."))
     assert idle.passes == [False, True]  # the guard's own verdict stays honest
-    assert (idle.score, idle.binary, idle.net_score, idle.worked) == (0.0, 0.0, 0.0, False)
+    assert (idle.rubric_score, idle.passed, idle.net_score, idle.worked) == (0.0, False, 0.0, False)
     done = score_rubric([work, guard], Outcome(s, "yes"))
-    assert done.score == done.net_score == 1.0
+    assert done.rubric_score == done.net_score == 1.0
 
 
 def test_net_score_counts_failed_guards_against_the_score():
@@ -90,7 +90,7 @@ def test_net_score_counts_failed_guards_against_the_score():
     s.call("contacts__update_phone", {"contact_id": key, "phone": "+1 555-123-4567"})
     r = score_rubric([work, guard], Outcome(s, "yes"))
     # an optional guard adds nothing to the score; net of it, the damage costs its share
-    assert r.score == pytest.approx(1.0) and r.net_score == 0.0 and r.binary == 1.0
+    assert r.rubric_score == pytest.approx(1.0) and r.net_score == 0.0 and r.passed
 
 
 def test_a_failed_required_guard_voids_the_episode():
@@ -101,9 +101,9 @@ def test_a_failed_required_guard_voids_the_episode():
     key = next(iter(s.state("contacts").contacts))
     s.call("contacts__update_phone", {"contact_id": key, "phone": "+1 555-123-4567"})
     r = score_rubric([work, guard], Outcome(s, "yes"))
-    assert r.worked and r.score == 0.0 and r.binary == 0.0 and r.net_score == 0.0
+    assert r.worked and r.rubric_score == 0.0 and not r.passed and r.net_score == 0.0
     clean = score_rubric([work, guard], Outcome(_session(), "yes"))
-    assert clean.score == 1.0 and clean.binary == 1.0
+    assert clean.rubric_score == 1.0 and clean.passed
 
 
 def test_a_broken_criterion_fails_itself_not_the_episode():

@@ -110,7 +110,7 @@ def test_scenario_tasks_record_their_job_and_verify_again(hard) -> None:
     for task in hard:
         assert task.scenario == "pay_one_invoice" and task.domain == "month-end close"
         assert 0 <= task.difficulty <= 1 and len(task.distractors) == 10
-        assert replay(task).score == 1.0
+        assert replay(task).rubric_score == 1.0
         verify_task(task)  # the published checks pass again from the task alone
         assert not set(task.distractors) & set(task.services)
 

@@ -84,7 +84,7 @@ def test_an_oracle_episode_through_skyrl_make_scores_one(tasks):
     out = env.step(oracle_message(task))
     assert (out["done"], out["reward"], out["observations"]) == (True, 1.0, [])
     metrics = env.get_metrics()
-    assert all(metrics["passes"]) and metrics["rubric_score"] == metrics["completed"] == 1.0
+    assert all(metrics["passes"]) and metrics["rubric_score"] == metrics["passed"] == 1.0
     assert metrics["tool_calls"] == len(task.solution) and metrics["tool_errors"] == 0
 
 

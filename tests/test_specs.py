@@ -143,7 +143,7 @@ def test_spec_tools_join_the_graph_and_composed_tasks():
     using = [t for t in tasks if spec_names & set(t.services)]
     assert using, "no composed task uses a spec-only service"
     for t in using[:10]:
-        assert replay(t).score == 1.0
+        assert replay(t).rubric_score == 1.0
 
 
 def test_parameter_strings_without_a_bound_get_the_default_max_length():

@@ -54,8 +54,8 @@ def test_replayed_trace_scores_as_the_env_does(answer_task):
     data = CompoenvData(task=answer_task.model_dump(mode="json"))
     right = replay_score(data, _oracle_replies(answer_task, oracle_message(answer_task)))
     wrong = replay_score(data, _oracle_replies(answer_task, WRONG))
-    assert right["score"] == env_score(answer_task, oracle_message(answer_task)) == 1.0
-    assert wrong["score"] == env_score(answer_task, WRONG) < 1.0
+    assert right["rubric_score"] == env_score(answer_task, oracle_message(answer_task)) == 1.0
+    assert wrong["rubric_score"] == env_score(answer_task, WRONG) < 1.0
     assert right["finish"] == wrong["finish"] == "stop"
     assert all(right["passes"]) and not all(wrong["passes"])
 
@@ -63,7 +63,7 @@ def test_replayed_trace_scores_as_the_env_does(answer_task):
 def test_a_trace_cut_off_before_its_answer_is_scored_on_what_it_did(answer_task):
     data = CompoenvData(task=answer_task.model_dump(mode="json"))
     cut = replay_score(data, _oracle_replies(answer_task, "")[:-1])
-    assert cut["finish"] == "unfinished" and cut["score"] < 1.0
+    assert cut["finish"] == "unfinished" and cut["rubric_score"] < 1.0
 
 
 def _eval_ready() -> str | None:

@@ -211,7 +211,7 @@ def test_a_turn_limit_ends_the_episode_and_it_is_scored_as_it_stands(
     assert out.response_ids == server.replies[0] and out.response_mask == [1] * len(
         server.replies[0])
     stats = out.extra_fields["reward_extra_info"]
-    assert 0 in out.extra_fields["passes"] and stats["completed"] == 0.0
+    assert 0 in out.extra_fields["passes"] and stats["passed"] == 0.0
     assert out.reward_score == (0.0 if settings.get("reward") else stats["rubric_score"])
 
 
@@ -322,7 +322,7 @@ def test_verls_worker_runs_exported_rows_by_agent_name_and_config_path(
     last = out.batch["attention_mask"][:, width:].sum(1) - 1  # the last response token
     assert scores.sum(1).tolist() == [1.0, 1.0] and scores[[0, 1], last].tolist() == [1.0, 1.0]
     assert out.meta_info["reward_extra_keys"] == [
-        "acc", "rubric_score", "completed", "net_score", "pass_rate", "tool_calls", "steps",
+        "acc", "rubric_score", "passed", "net_score", "criteria_pass_rate", "tool_calls", "steps",
         "cut_short", "group_reward", "group_size", "group_fallback"]  # the yaml's group reward
     assert out.non_tensor_batch["group_size"].tolist() == [1.0, 1.0]  # one rollout per row
     assert out.non_tensor_batch["acc"].tolist() == [1.0, 1.0]

@@ -32,7 +32,7 @@ __all__ = ["demo"]
 @click.option("--mode", type=click.Choice(["direct", "gateway"]), default="direct",
               show_default=True)
 @click.option("--max-steps", type=click.IntRange(min=1), default=None,
-              help="Actions per episode  [default: enough for the longest solution]")
+              help="Actions per episode  [default: enough for each task's solution, at least 20]")
 @composer_options
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context

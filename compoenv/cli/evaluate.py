@@ -6,7 +6,7 @@
 Every task is played k times by the model behind the OpenAI-compatible endpoint (or a local
 transformers model, ``--model-path DIR``); each
 episode is appended to ``runs/NAME/trajectories.jsonl`` as it ends, and ``results.json``
-(pass rate, mean score, pass@k, pass^k with 95% intervals, breakdowns, the tasks that flip
+(pass rate, mean rubric score, pass@k, pass^k with 95% intervals, breakdowns, the tasks that flip
 between repeats, failed criteria by kind and house rule, tool errors, tokens, time, the noise
 floor of the pass rate)
 is written at the end. Run the same command again to resume an interrupted run.
@@ -163,7 +163,7 @@ def _table(name: str, results: dict[str, Any], k: int, out: str) -> None:
     low, high = results["pass_rate_ci"]
     rows = [("pass rate (95% interval over tasks)",
              f"{results['pass_rate']:.1%}  [{low:.1%}, {high:.1%}]"),
-            ("mean rubric score", f"{results['mean_score']:.3f}"),
+            ("mean rubric score", f"{results['mean_rubric_score']:.3f}"),
             ("pass@k", "  ".join(f"@{j} {v:.1%}" for j, v in results["pass_at_k"].items())),
             ("pass^k", "  ".join(f"^{j} {v:.1%}" for j, v in results["pass_hat_k"].items())),
             ("noise floor (std of repeat pass rates)", f"{results['noise_floor']['std']:.1%}"),

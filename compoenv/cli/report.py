@@ -2,8 +2,8 @@
 
     compoenv report runs/A runs/B -o report.html [--tasks tasks.jsonl]
 
-A comparison table, plots (score by capability, hops and domain; pass^k and pass@k curves;
-tool calls per episode) and a trajectory viewer (each episode's messages, tool calls and
+A comparison table, plots (mean rubric score by capability, hops and domain; pass^k and
+pass@k curves; tool calls per episode) and a trajectory viewer (each episode's messages, tool calls and
 results, and its rubric criteria, described when ``--tasks`` gives the task file).
 """
 

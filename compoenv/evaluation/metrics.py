@@ -1,14 +1,17 @@
 """What an evaluation run measured: pass rates, pass@k and pass^k, breakdowns, tool-call
-errors, tokens, time, and the noise floor of the score.
+errors, tokens, time, and the noise floor of the rubric score.
 
-Estimators, over a task played ``n`` times of which ``c`` passed (score 1: every required
-criterion passed):
+Estimators, over a task played ``n`` times of which ``c`` passed (every required criterion
+passed: ``meta.score == 1``):
 
 - pass@k = 1 - C(n - c, k) / C(n, k): the chance that at least one of k episodes drawn
   without replacement from the n passes (the unbiased estimator of Chen et al., 2021);
 - pass^k = C(c, k) / C(n, k): the chance that all k pass (tau-bench's reliability measure).
 
 Both are averaged over tasks, for k = 1 .. n (pass@1 = pass^1 = the pass rate).
+
+``pass_rate`` is the share of episodes that passed, ``mean_rubric_score`` their mean rubric
+score (the vocabulary of docs/rubric.md "Scores").
 
 Confidence intervals (``*_ci``: the 2.5th and 97.5th percentiles) come from a bootstrap over
 tasks: tasks are drawn with replacement (a task's episodes stay together, as they are not
@@ -89,13 +92,13 @@ class _Rate:
     __slots__ = ("episodes", "passes", "score", "tasks")
 
     def __init__(self) -> None:
-        self.episodes, self.passes, self.score = 0, 0, 0.0
+        self.episodes, self.passes, self.rubric_score = 0, 0, 0.0
         self.tasks: dict[str, list[int]] = defaultdict(lambda: [0, 0])
 
     def add(self, meta: Mapping[str, Any]) -> None:
         self.episodes += 1
         self.passes += int(meta["score"])
-        self.score += meta["rubric_score"]
+        self.rubric_score += meta["rubric_score"]
         counts = self.tasks[meta["task_id"]]
         counts[0], counts[1] = counts[0] + 1, counts[1] + int(meta["score"])
 
@@ -103,7 +106,7 @@ class _Rate:
         n = self.episodes
         out = {"episodes": n, "tasks": len(self.tasks),
                "pass_rate": round(self.passes / n, 4) if n else 0.0,
-               "mean_score": round(self.score / n, 4) if n else 0.0}
+               "mean_rubric_score": round(self.rubric_score / n, 4) if n else 0.0}
         if ci:
             out["pass_rate_ci"] = bootstrap_ci([tuple(c) for c in self.tasks.values()])
         return out
@@ -211,7 +214,7 @@ def summarize(records: Iterable[dict[str, Any]], tasks: Mapping[str, Any], k: in
             complete, lambda n, c, j=j: pass_hat_k(n, c, j))
     views = [rate.view(ci=False) for _, rate in sorted(repeats.items())]
     rates = [v["pass_rate"] for v in views]
-    means = [v["mean_score"] for v in views]
+    means = [v["mean_rubric_score"] for v in views]
     episodes = overall.episodes
     errors = sum(codes.values())
     flips = sorted(({"task_id": tid, "episodes": n, "passes": c}
@@ -226,8 +229,8 @@ def summarize(records: Iterable[dict[str, Any]], tasks: Mapping[str, Any], k: in
         "noise_floor": {"repeat_pass_rates": rates,
                         "std": round(statistics.pstdev(rates), 4) if len(rates) > 1 else 0.0,
                         "spread": round(max(rates) - min(rates), 4) if rates else 0.0,
-                        "repeat_mean_scores": means,
-                        "score_std": round(statistics.pstdev(means), 4)
+                        "repeat_mean_rubric_scores": means,
+                        "rubric_score_std": round(statistics.pstdev(means), 4)
                         if len(means) > 1 else 0.0},
         "flips": flips,
         "failed_criteria": {

@@ -102,7 +102,7 @@ def _interval(ci: Any) -> str:
 
 
 def _table(runs: Sequence[Run]) -> str:
-    head = ("run", "model", "tasks x k", "pass rate [95%]", "mean score", "pass@k", "pass^k",
+    head = ("run", "model", "tasks x k", "pass rate [95%]", "mean rubric score", "pass@k", "pass^k",
             "noise floor", "flipping tasks", "errored", "tool error rate", "calls/episode",
             "tokens/episode")
     rows = []
@@ -112,7 +112,7 @@ def _table(runs: Sequence[Run]) -> str:
         noise = r.get("noise_floor") or {}
         cells = (run.name, model, f"{r.get('tasks')} x {r.get('k')}",
                  f"{r['pass_rate']:.1%}{_interval(r.get('pass_rate_ci'))}",
-                 f"{r['mean_score']:.3f}",
+                 f"{r['mean_rubric_score']:.3f}",
                  " ".join(f"@{k} {v:.0%}" for k, v in r.get("pass_at_k", {}).items()),
                  " ".join(f"^{k} {v:.0%}" for k, v in r.get("pass_hat_k", {}).items()),
                  f"{noise.get('std', 0):.1%}" if "repeat_pass_rates" in noise

@@ -10,7 +10,7 @@ emits the rubric score as the rollout's reward event.
 Each dataset item is ``{"task": <task JSON>}`` (``task_rows``). The agent reads the LLM
 resource (``main_llm`` by default; a ``ProxyLLM`` gives each attempt its own URL, so the
 trainer's proxy records the tokens), plays the episode through compoenv's async runner, emits
-the rubric score with ``agl.emit_reward`` (``rubric_score`` the primary key, with ``binary`` and
+the rubric score with ``agl.emit_reward`` (``rubric_score`` the primary key, with ``passed`` and
 ``net_score``) and returns None: the reward span is the rollout's reward.
 """
 
@@ -65,6 +65,6 @@ class CompoenvAgent(agl.LitAgent[dict]):
                                  sampling=llm.sampling_parameters, source="agentlightning")
         meta = record["meta"]
         agl.emit_reward({"rubric_score": float(meta["rubric_score"]),
-                         "binary": float(meta["score"]), "net_score": float(meta["net_score"])},
+                         "passed": float(meta["score"]), "net_score": float(meta["net_score"])},
                         primary_key="rubric_score")
         return None

@@ -116,7 +116,7 @@ def trajectory(task: Task, record: Mapping[str, Any], choices: Sequence[Any] = (
     return art.Trajectory(
         messages_and_choices=turns, tools=list(record["tools"]) or None,
         reward=float(meta["rubric_score"]),
-        metrics={"rubric_score": float(meta["rubric_score"]), "binary": float(meta["score"]),
+        metrics={"rubric_score": float(meta["rubric_score"]), "passed": float(meta["score"]),
                  "net_score": float(meta["net_score"]), "n_tool_calls": meta["n_tool_calls"],
                  "n_steps": meta["n_steps"],
                  **kind_pass_rates([([c.kind for c in task.rubric],

@@ -19,7 +19,7 @@ each action. A reply without a tool call ends the episode with the rubric score 
 Malformed actions come back as error envelopes, never as exceptions.
 
 ``info`` stays small (GEM's vector envs deep-copy it each step, and ROLL merges it into its
-history records): ``task_id``, ``seed`` and ``step``; at the end also ``score``, ``binary``,
+history records): ``task_id``, ``seed`` and ``step``; at the end also ``rubric_score``, ``passed``,
 ``net_score`` and the criterion ``passes`` and ``required`` flags. A vector env's autoreset
 returns the next episode's reset info in place of the final one, so the reset after an ended
 episode carries its final info as ``prev_episode`` (as GEM's episode tracking keeps
@@ -147,7 +147,8 @@ class CompoWorldGemEnv(gem.Env):
         out: dict[str, Any] = {"task_id": info["task"]["id"], "seed": self.seed,
                                "step": info["step"]}
         if "rubric" in info:
-            out.update(score=info["score"], binary=info["binary"], net_score=info["net_score"],
+            out.update(rubric_score=info["rubric_score"], passed=info["passed"],
+                       net_score=info["net_score"],
                        passes=[bool(c["passed"]) for c in info["rubric"]],
                        required=[bool(c["required"]) for c in info["rubric"]])
         return out

@@ -27,8 +27,8 @@ class EpisodeOutcome:
     passes: tuple[bool, ...] = ()
     weights: tuple[float, ...] = ()
     required: tuple[bool, ...] = ()
-    score: float = 0.0
-    binary: float = 0.0
+    rubric_score: float = 0.0
+    passed: bool = False  # every required criterion passed
     net_score: float = 0.0
     label_error: bool = False
 
@@ -120,7 +120,7 @@ class Group:
                     self.fail()
         if self.rewards is not None:
             return self.rewards[slot], 0.0
-        return (0.0 if outcome.label_error else outcome.score), 1.0
+        return (0.0 if outcome.label_error else outcome.rubric_score), 1.0
 
 
 class GroupBoard:

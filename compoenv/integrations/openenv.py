@@ -45,7 +45,7 @@ except ImportError as exc:  # pragma: no cover - depends on the extra being inst
 from pydantic import Field
 
 from compoenv import __version__
-from compoenv.env import CompoWorldEnv
+from compoenv.env import CompoWorldEnv, steps_for
 from compoenv.prompts import reset_observation
 from compoenv.registry import Registry
 from compoenv.service import did_you_mean
@@ -85,7 +85,7 @@ class CompoenvState(State):
 
     task_id: str | None = None
     done: bool = False
-    score: float | None = None
+    rubric_score: float | None = None
     live_episodes: int = 0
     max_episodes: int = 0
 
@@ -144,7 +144,7 @@ class Slot:
     task_id: str | None = None
     steps: int = 0
     done: bool = False
-    score: float | None = None
+    rubric_score: float | None = None
     close: Callable[[str], None] | None = None  # a WebSocket's: end the connection
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -377,7 +377,8 @@ class ServedTasks:
     Args:
         tasks: The tasks (checked against ``registry`` by the caller).
         mode: ``"direct"`` or ``"gateway"`` (see CompoWorldEnv).
-        max_steps: Actions per episode (default: CompoWorldEnv's for these tasks).
+        max_steps: Actions per episode (default: CompoWorldEnv's, enough for each episode's
+            own task).
         world_model: Who answers spec-only tools (see CompoWorldEnv).
         registry: Services to use (default: the built-in library and plugins).
     """
@@ -390,9 +391,10 @@ class ServedTasks:
         self.tasks = list(tasks)
         self.by_id = {t.id: t for t in self.tasks}
         self.registry = registry or Registry.default()
-        # CompoWorldEnv's own default for a task set: one call an action, and some slack
-        longest = max(len(t.solution) for t in self.tasks)
-        self.max_steps = max_steps or max(20, longest + 4)
+        # not given: each episode's env gives enough for its own task (CompoWorldEnv's
+        # default), at most this many for the longest task served
+        self._given = max_steps or None
+        self.max_steps = max_steps or steps_for(self.tasks)
         self.mode, self.world_model = mode, world_model
 
     def pick(self, seed: Any = None, task: Any = None, task_index: Any = None) -> Task:
@@ -419,7 +421,7 @@ class ServedTasks:
         return self.tasks[seed % len(self.tasks)]
 
     def new_env(self) -> CompoWorldEnv:
-        return CompoWorldEnv(mode=self.mode, max_steps=self.max_steps,
+        return CompoWorldEnv(mode=self.mode, max_steps=self._given,
                              world_model=self.world_model, registry=self.registry)
 
 
@@ -464,7 +466,7 @@ class EpisodeService:
         key = mint_id()
         with slot.lock:
             slot.env, slot.task_id, slot.episode_id = env, task.id, None
-            slot.steps, slot.done, slot.score = 0, False, None
+            slot.steps, slot.done, slot.rubric_score = 0, False, None
         self.store.opened(slot, key)
         metadata: dict[str, Any] = {"episode_id": key, "task_id": task.id,
                                     "instruction": task.instruction,
@@ -488,7 +490,7 @@ class EpisodeService:
             text, reward, terminated, truncated, info = env.step(message)
             results = [m for m in env.messages[before:] if m["role"] == "tool"]
             done = terminated or truncated
-            slot.steps, slot.done, slot.score = info["step"], done, info.get("score")
+            slot.steps, slot.done, slot.rubric_score = info["step"], done, info.get("rubric_score")
         errors = sum(not str(m["content"]).startswith('{"success": true') for m in results)
         metadata: dict[str, Any] = {"episode_id": key, "step": info["step"],
                                     "tool_calls": len(results), "tool_errors": errors,
@@ -497,7 +499,7 @@ class EpisodeService:
             rubric = info["rubric"] if self.expose_rubric else [
                 {k: c[k] for k in _PUBLIC_CRITERION if k in c} for c in info["rubric"]]
             metadata.update(rubric=rubric, passes=[c["passed"] for c in info["rubric"]],
-                            score=info["score"], binary=info["binary"],
+                            rubric_score=info["rubric_score"], passed=info["passed"],
                             net_score=info["net_score"])
         if done:
             with slot.lock:
@@ -511,10 +513,10 @@ class EpisodeService:
     def state(self, slot: Slot | None) -> str:
         """The state of ``slot``'s episode (none: the server's), and the server's counts."""
         state: dict[str, Any] = {"episode_id": None, "step_count": 0, "task_id": None,
-                                 "done": False, "score": None}
+                                 "done": False, "rubric_score": None}
         if slot is not None and slot.episode_id is not None:
             state.update(episode_id=slot.episode_id, step_count=slot.steps,
-                         task_id=slot.task_id, done=slot.done, score=slot.score)
+                         task_id=slot.task_id, done=slot.done, rubric_score=slot.rubric_score)
         stats = self.store.stats()
         state.update(live_episodes=stats["live_episodes"], max_episodes=stats["max_episodes"])
         return _dumps(state)
@@ -545,7 +547,8 @@ class CompoenvClient(EnvClient[CompoenvAction, CompoenvObservation, CompoenvStat
     ``seed``, ``task`` (a task id), ``task_index`` and ``episode_id`` (a label of yours; the
     server mints the episode's own id). Results are OpenEnv ``StepResult``s of
     ``CompoenvObservation``; at the end ``result.reward`` is the rubric score and
-    ``result.metadata`` holds ``passes``, ``rubric``, ``score`` and ``binary``. The reset's
+    ``result.metadata`` holds ``passes``, ``rubric``, ``rubric_score``, ``passed`` and
+    ``net_score``. The reset's
     ``observation.text`` (the prompt as one text) is rebuilt here from its ``messages`` and
     ``tools``, which the server sends once.
 

@@ -185,7 +185,7 @@ class AgentInstance(AgentInstanceBase):
         else:
             self.steps += 1
             feedback = await asyncio.to_thread(self._advance, str(states.get("action_text", "")))
-        score = self.outcome.score if self.done and self.outcome else 0.0
+        score = self.outcome.rubric_score if self.done and self.outcome else 0.0
         return {"rewards": torch.tensor(score), "scores": torch.tensor(score),
                 "environment_feedback": feedback, "done": self.done,
                 "extra_logs": self.extra_logs()}
@@ -208,7 +208,7 @@ class AgentInstance(AgentInstanceBase):
                 passes=tuple(bool(c["passed"]) for c in info["rubric"]),
                 weights=tuple(float(c["weight"]) for c in info["rubric"]),
                 required=tuple(bool(c["required"]) for c in info["rubric"]),
-                score=float(info["score"]), binary=float(info["binary"]),
+                rubric_score=float(info["rubric_score"]), passed=bool(info["passed"]),
                 net_score=float(info["net_score"]))
             return ""
         after = closing + self.tool_turn(before)  # what the model wrote of it is not repeated
@@ -264,9 +264,9 @@ class AgentInstance(AgentInstanceBase):
         """Scalar statistics of the episode (the same keys for every episode)."""
         outcome = self.outcome or EpisodeOutcome(label_error=bool(self.error))
         passed = sum(outcome.passes)
-        return {"rubric_score": outcome.score, "completed": outcome.binary,
+        return {"rubric_score": outcome.rubric_score, "passed": float(outcome.passed),
                 "net_score": outcome.net_score,
-                "pass_rate": passed / max(len(outcome.passes), 1),
+                "criteria_pass_rate": passed / max(len(outcome.passes), 1),
                 "criteria_passed": float(passed), "tool_calls": float(self.tool_calls),
                 "tool_errors": float(self.tool_errors), "steps": float(self.steps),
                 "label_error": float(outcome.label_error)}

@@ -138,7 +138,7 @@ class CompoWorldTextEnv(BaseTextEnv):
         self.finished = self.finished or done
         metadata: dict[str, Any] = {"task_id": self.task.id, "tool_calls": len(results)}
         if done:
-            metadata.update(score=self.info["score"], binary=self.info["binary"],
+            metadata.update(rubric_score=self.info["rubric_score"], passed=self.info["passed"],
                             net_score=self.info["net_score"], truncated=bool(truncated))
             observations: list[dict[str, Any]] = []
         elif self.observation_role == "tool":
@@ -157,9 +157,10 @@ class CompoWorldTextEnv(BaseTextEnv):
             self.info = self.env.step("")[4]
         passes = criterion_passes(self.task, self.info["rubric"])
         kinds = [c.kind for c in self.task.rubric]
-        return {"rubric_score": float(self.info["score"]), "completed": float(self.info["binary"]),
+        return {"rubric_score": float(self.info["rubric_score"]),
+                "passed": float(self.info["passed"]),
                 "net_score": float(self.info["net_score"]),
-                "pass_rate": sum(passes) / max(len(passes), 1),
+                "criteria_pass_rate": sum(passes) / max(len(passes), 1),
                 "finished": float(self.finished), "turns": float(self.turns),
                 "tool_calls": float(self.tool_calls), "tool_errors": float(self.tool_errors),
                 **kind_pass_rates([(kinds, passes)]),

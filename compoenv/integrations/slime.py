@@ -138,7 +138,8 @@ async def generate(args: Any, sample: Any, sampling_params: dict[str, Any]) -> A
         truncated = meta["finish_reason"] == "max_steps"
         sample.status = status.TRUNCATED if truncated else status.COMPLETED
     sample.metadata = {**(sample.metadata or {}), META: {
-        "task_id": task.id, "rubric_score": meta["rubric_score"], "score": meta["score"],
+        "task_id": task.id, "rubric_score": meta["rubric_score"],
+        "passed": meta["score"] == 1.0,
         "passes": record_passes(task, record), "finish_reason": meta["finish_reason"]}}
     if not getattr(args, "group_rm", False):
         sample.reward = float(meta["rubric_score"])

@@ -128,7 +128,7 @@ class _ToolEnvBase:
             warnings.warn("get_reward cannot see the model's final reply, so answer criteria "
                           "fail; pass reward_funcs=[compoenv.integrations.trl.rubric_reward] "
                           "(or completion_focused_reward) to score it", stacklevel=2)
-        return self._score(None).score
+        return self._score(None).rubric_score
 
     @property
     def trajectory(self) -> dict[str, Any]:
@@ -143,8 +143,8 @@ class _ToolEnvBase:
         n_calls, n_real = call_counts(messages)
         return {"tools": list(self._tools), "messages": messages, "source": "trl", "meta": {
             "task_id": self._task.id, "rollout_idx": 0,
-            "rubric_score": result.score if result else 0.0,
-            "score": result.binary if result else 0.0,
+            "rubric_score": result.rubric_score if result else 0.0,
+            "score": float(result.passed) if result else 0.0,  # the published format's pass
             "net_score": result.net_score if result else 0.0, "n_tool_calls": n_calls,
             "n_real_tool_calls": n_real, "discover_mode": self._mode,
             "n_steps": sum(m["role"] == "assistant" for m in messages),
@@ -234,8 +234,8 @@ def _scored(completions: Sequence[Any], environments: Sequence[Any] | None,
         env._by_reward_func = True
     if log_metric is not None and results:
         n = len(results)
-        log_metric("compoenv/pass_rate", sum(r.binary for r in results) / n)
-        log_metric("compoenv/rubric_score", sum(r.score for r in results) / n)
+        log_metric("compoenv/pass_rate", sum(r.passed for r in results) / n)
+        log_metric("compoenv/rubric_score", sum(r.rubric_score for r in results) / n)
         log_metric("compoenv/criteria_passed",
                    sum(sum(r.passes) / max(len(r.passes), 1) for r in results) / n)
         by_kind = kind_pass_rates(([c.kind for c in r.criteria], [c.passed for c in r.criteria])
@@ -258,7 +258,7 @@ def rubric_reward(completions: Sequence[Any], environments: Sequence[Any] | None
         log_metric: TRL's metric logger; pass rate, criteria, calls and errors go there.
         **kwargs: The rest of TRL's reward arguments (ignored).
     """
-    return [r.score for r in _scored(completions, environments, log_metric)]
+    return [r.rubric_score for r in _scored(completions, environments, log_metric)]
 
 
 def make_completion_focused_reward(alpha: float = 1.0, eps: float = 0.05, lam: float = 0.5

@@ -68,7 +68,7 @@ def replay_score(data: CompoenvData, replies: list[vf.AssistantMessage]) -> dict
     """Replay an episode's replies in a fresh env of its task and score it.
 
     Returns:
-        ``score`` (rubric), ``binary``, ``net_score``, ``passes`` (one bool per criterion, in
+        ``rubric_score``, ``passed``, ``net_score``, ``passes`` (one bool per criterion, in
         rubric order), ``steps`` and ``finish`` (``stop``, ``max_steps`` or ``unfinished``: the
         replies ran out before a final answer, which the rubric scores with an empty reply).
     """
@@ -82,7 +82,8 @@ def replay_score(data: CompoenvData, replies: list[vf.AssistantMessage]) -> dict
             break
     if not (done or finish):
         _, _, _, _, info = env.step("")  # no final answer was given: score what was done
-    return {"score": info["score"], "binary": info["binary"], "net_score": info["net_score"],
+    return {"rubric_score": info["rubric_score"], "passed": info["passed"],
+            "net_score": info["net_score"],
             "passes": criterion_passes(task, info["rubric"]),
             "kinds": [c.kind for c in task.rubric], "steps": info["step"],
             "finish": "stop" if done else "max_steps" if finish else "unfinished"}
@@ -101,11 +102,11 @@ class CompoenvTask(vf.Task[CompoenvData]):
         replies = [m for m in trace.messages if isinstance(m, vf.AssistantMessage)]
         result = await asyncio.to_thread(replay_score, self.data, replies)
         trace.info[INFO_KEY] = result
-        trace.record_metric("binary", result["binary"])
+        trace.record_metric("passed", float(result["passed"]))
         trace.record_metric("net_score", result["net_score"])
         for name, value in kind_pass_rates([(result["kinds"], result["passes"])]).items():
             trace.record_metric(name, value)
-        return float(result["score"])
+        return float(result["rubric_score"])
 
 
 class CompoenvTasksetConfig(vf.TasksetConfig):

@@ -242,7 +242,7 @@ class CompoWorldAgentLoop(AgentLoopBase):
                 passes=tuple(bool(p) for p in extra_fields["passes"]),
                 weights=tuple(c.weight for c in task.rubric),
                 required=tuple(c.required for c in task.rubric),
-                score=float(meta["rubric_score"]), binary=float(meta["score"]),
+                rubric_score=float(meta["rubric_score"]), passed=meta["score"] == 1.0,
                 net_score=float(meta["net_score"]))
             reward, fallback = await group.reward(slot, outcome)
             extra_fields["reward_extra_info"].update(
@@ -292,10 +292,10 @@ def _extra_fields(meta: dict[str, Any], stop: str) -> dict[str, Any]:
     """The episode's outcome for verl's batch: the pass vector with its criterion ids, and the
     scalar statistics verl logs per sample (``reward_extra_info``; the same keys every time)."""
     passes = [int(bool(c["passed"])) for c in meta["rubric"]]
-    completed = float(meta["score"])  # as "acc" too: verl's core validation metric
-    stats = {"acc": completed, "rubric_score": float(meta["rubric_score"]), "completed": completed,
+    passed = float(meta["score"])  # as "acc" too: verl's core validation metric
+    stats = {"acc": passed, "rubric_score": float(meta["rubric_score"]), "passed": passed,
              "net_score": float(meta["net_score"]),
-             "pass_rate": sum(passes) / max(len(passes), 1),
+             "criteria_pass_rate": sum(passes) / max(len(passes), 1),
              "tool_calls": float(meta["n_tool_calls"]), "steps": float(meta["n_steps"]),
              "cut_short": float(stop in ("response_length", "max_assistant_turns"))}
     return {"task_id": meta["task_id"], "passes": passes,
