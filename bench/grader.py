@@ -55,7 +55,7 @@ def play(task: Task, p: v.Play, registry: Registry) -> tuple[float, float]:
     for call in p.calls:
         session.call(call.name, call.arguments)
     result = score_rubric(task.rubric, Outcome(session, p.message, task.instruction))
-    return result.binary, result.score
+    return float(result.passed), result.rubric_score
 
 
 def reads_only(task: Task, registry: Registry) -> v.Play | None:
