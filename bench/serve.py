@@ -184,10 +184,11 @@ async def _drive(url: str, plays: list[list[str]], sessions: int, seconds: float
 def _measure(server: Server, plays: list[list[str]], sessions: int,
              seconds: float) -> dict[str, Any]:
     asyncio.run(_drive(server.url, plays, sessions, 1.0))  # warm up
-    cpu = server.cpu_s()
+    cpu, client = server.cpu_s(), time.process_time()
     steps, latencies, wall = asyncio.run(_drive(server.url, plays, sessions, seconds))
-    cpu = server.cpu_s() - cpu
-    return {"steps": steps, "wall_s": wall, "cpu_s": cpu, "latencies": latencies}
+    cpu, client = server.cpu_s() - cpu, time.process_time() - client
+    return {"steps": steps, "wall_s": wall, "cpu_s": cpu, "client_cpu_s": client,
+            "latencies": latencies}
 
 
 def _summary(parts: list[dict[str, Any]]) -> dict[str, float]:
@@ -196,6 +197,9 @@ def _summary(parts: list[dict[str, Any]]) -> dict[str, float]:
     latencies = sorted(x for p in parts for x in p["latencies"])
     return {"steps_per_s": round(steps / wall, 1),
             "cpu_ms_per_step": round(1000 * sum(p["cpu_s"] for p in parts) / steps, 3),
+            # the one client process's CPU a step: with 2 busy cores it bounds steps/s too
+            "client_cpu_ms_per_step": round(1000 * sum(p["client_cpu_s"] for p in parts)
+                                            / steps, 3),
             "p50_ms": round(1000 * statistics.median(latencies), 2),
             "p99_ms": round(1000 * latencies[int(0.99 * (len(latencies) - 1))], 2),
             "steps": steps}

@@ -258,7 +258,7 @@ class EpisodeStore:
     def _rate(self, client: str, now: float) -> None:
         if self.reset_rate is None:
             return
-        burst = 2.0 * self.reset_rate
+        burst = max(1.0, 2.0 * self.reset_rate)
         bucket = self._buckets.get(client)
         if bucket is None:
             if len(self._buckets) > 16 * self.max_episodes:  # forget full, idle buckets
