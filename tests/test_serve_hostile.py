@@ -5,6 +5,7 @@ measures the same attacks' cost to honest clients (RSS, p99)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import time
@@ -16,7 +17,7 @@ import pytest
 pytest.importorskip("openenv")
 requests = pytest.importorskip("requests")
 
-from websockets.exceptions import InvalidStatus  # noqa: E402
+from websockets.exceptions import ConnectionClosed, InvalidStatus  # noqa: E402
 from websockets.sync.client import connect  # noqa: E402
 
 from compoenv.actions import render_calls  # noqa: E402
@@ -202,3 +203,25 @@ def test_expose_rubric_sends_the_criteria_in_full(tasks):
     assert all(c["description"] for c in reply["metadata"]["rubric"])
     assert json.dumps(reply["metadata"]["rubric"]) == json.dumps(
         reply["observation"]["metadata"]["rubric"])
+
+
+def test_idle_websocket_squatters_are_reclaimed_for_another_client(tasks):
+    app = make_app(tasks, max_sessions=2, reclaim_idle_s=0.2, tokens=[HONEST, INTRUDER])
+    told = []
+    with background_server(app) as base, contextlib.ExitStack() as stack:
+        ws = base.replace("http", "ws") + "/ws"
+        squatters = [stack.enter_context(connect(ws, additional_headers={
+            "Authorization": f"Bearer {INTRUDER}"})) for _ in range(2)]
+        for sock in squatters:
+            sock.send(json.dumps({"type": "reset", "data": {}}))
+            assert json.loads(sock.recv())["type"] == "observation"
+        time.sleep(0.4)  # both idle: one is reclaimed for the honest client
+        with CompoenvClient(base_url=base, token=HONEST).sync() as env:
+            env.reset(task_index=1)
+            for action in _oracle(tasks[1]):
+                result = env.step(action)
+            assert result.reward == 1.0
+        for sock in squatters:
+            with contextlib.suppress(TimeoutError, ConnectionClosed):
+                told.append(json.loads(sock.recv(timeout=1))["data"]["message"])
+    assert len(told) == 1 and "reclaimed" in told[0]
