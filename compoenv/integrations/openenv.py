@@ -37,14 +37,12 @@ from typing import Any, Sequence
 try:
     from openenv.core.client_types import StepResult
     from openenv.core.env_client import EnvClient
-    from openenv.core.env_server.interfaces import Environment
-    from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation, State
+    from openenv.core.env_server.types import Action, Observation, State
 except ImportError as exc:  # pragma: no cover - depends on the extra being installed
     raise ImportError(f"compoenv's OpenEnv server and client need openenv ({exc}): "
                       f"pip install 'compoenv[openenv]'") from exc
 from pydantic import Field
 
-from compoenv import __version__
 from compoenv.env import CompoWorldEnv
 from compoenv.prompts import reset_observation
 from compoenv.registry import Registry
