@@ -9,7 +9,7 @@ CPU a step (user + system time of its process over the window), p50/p99 step lat
 ratios compoenv/echo.
 
 ``python -m bench.serve --attack``: 16 honest sessions play while intruders (each its own
-token) squat on HTTP episodes, try to step other clients' episode ids, send chunked bodies
+token, in a process of their own) squat on HTTP episodes, try to step other clients' episode ids, send chunked bodies
 past the limit and hold half-open connections; the honest p99 with and without the attack,
 the attacks' outcomes and the server's RSS (peak and after) are printed.
 """
@@ -19,7 +19,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import importlib
 import json
+import multiprocessing
 import os
 import secrets
 import socket
@@ -363,8 +365,22 @@ async def _half_open(port: int, count: int, stop: float, outcome: dict[str, int]
     await asyncio.gather(*(one() for _ in range(count)))
 
 
+def _intrude(port: int, seconds: float, results: Any) -> None:
+    """Every attack at once for ``seconds``; puts what each got in ``results``."""
+    outcome: dict[str, Any] = {}
+
+    async def all_attacks() -> None:
+        stop = time.perf_counter() + seconds
+        await asyncio.gather(_squat(port, stop, outcome), _hijack(port, stop, outcome),
+                             _chunked(port, stop, outcome), _half_open(port, 500, stop, outcome))
+
+    asyncio.run(all_attacks())
+    outcome.pop("ids", None)
+    results.put(outcome)
+
+
 def attack(seconds: float, sessions: int) -> dict[str, Any]:
-    import requests  # noqa: F401  (imported now: an import inside the attack stalls its loop)
+    importlib.import_module("requests")  # now: the forked intruders need not import it
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "tasks.jsonl"
@@ -376,7 +392,6 @@ def attack(seconds: float, sessions: int) -> dict[str, Any]:
             asyncio.run(_drive(server.url, plays, sessions, 1.0, headers))
             calm = asyncio.run(_drive(server.url, plays, sessions, seconds, headers))
             log(f"calm: {calm[0]} steps; now under attack for {seconds:g} s")
-            outcome: dict[str, Any] = {}
             peak = [server.rss_mb()]
 
             async def under_attack() -> Any:
@@ -389,17 +404,20 @@ def attack(seconds: float, sessions: int) -> dict[str, Any]:
 
                 honest = asyncio.ensure_future(_drive(server.url, plays, sessions, seconds,
                                                       headers))
-                await asyncio.gather(_squat(server.port, stop, outcome),
-                                     _hijack(server.port, stop, outcome),
-                                     _chunked(server.port, stop, outcome),
-                                     _half_open(server.port, 500, stop, outcome), watch())
+                await watch()
                 return await honest
 
+            # the intruders run in a process of their own, as they would on another machine
+            results: Any = multiprocessing.get_context("fork").Queue()
+            intruders = multiprocessing.get_context("fork").Process(
+                target=_intrude, args=(server.port, seconds, results))
+            intruders.start()
             attacked = asyncio.run(under_attack())
+            outcome = results.get(timeout=60)
+            intruders.join(timeout=30)
             rss_end = server.rss_mb()
         finally:
             server.stop()
-    outcome.pop("ids", None)
 
     def figures(run: tuple[int, list[float], float]) -> dict[str, float]:
         lat = sorted(run[1])
