@@ -25,6 +25,10 @@ BENCHMARKS = {
     "joins": ("how well the importer tags real APIs' slots (interface, role, resource key, "
               "transport noise): precision and recall against 360 hand-labelled slots",
               "python -m bench.joins [--split dev|held_out|all] [--rows N] [--out FILE]"),
+    "serve": ("compoenv serve against OpenEnv's echo env served the same way: steps/s, server "
+              "CPU a step, p99 at 64 WebSocket sessions, as ratios; --attack: honest p99 and "
+              "server RSS under hostile clients",
+              "python -m bench.serve [--seconds S] [--sessions N] [--attack] [--out FILE]"),
     "crud": ("how many spec tools run with real state (CRUD resources: list, get, create, "
              "update, cancel, delete) in the shipped specs and in libraries given",
              "python -m bench.crud [--library DIR ...] [--out FILE]"),

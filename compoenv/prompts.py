@@ -35,10 +35,33 @@ def system_prompt(world: World, mode: str = "direct") -> str:
     return "\n".join(lines)
 
 
+_compact = json.JSONEncoder(separators=(",", ":")).encode  # one encoder, reused
+# rendered listings of tuples (the env's shared, read-only listings): id -> (tuple, text); the
+# tuple is held so that its id stays its own
+_BLOCKS: dict[int, tuple[tuple[dict[str, Any], ...], str]] = {}
+
+
 def tools_block(tools: Sequence[dict[str, Any]]) -> str:
-    """The tool listing in the Hermes/Qwen convention that tool-calling models are trained on."""
+    """The tool listing in the Hermes/Qwen convention that tool-calling models are trained on.
+
+    A tuple of tools (as the env's listings are: one per set of services, shared and never
+    changed) is rendered once; every reset of an episode on those services reuses the text.
+    """
+    if type(tools) is tuple:
+        hit = _BLOCKS.get(id(tools))
+        if hit is not None and hit[0] is tools:
+            return hit[1]
+        text = _render(tools)
+        if len(_BLOCKS) >= 1024:
+            _BLOCKS.clear()
+        _BLOCKS[id(tools)] = (tools, text)
+        return text
+    return _render(tools)
+
+
+def _render(tools: Sequence[dict[str, Any]]) -> str:
     # a description from a spec cannot close the listing or open a turn
-    listing = neutralise("\n".join(json.dumps(t, separators=(",", ":")) for t in tools))
+    listing = neutralise("\n".join(_compact(t) for t in tools))
     return (
         "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
         "You are provided with function signatures within <tools></tools> XML tags:\n"

@@ -343,17 +343,47 @@ def test_serve_builds_the_app_its_flags_describe(tasks, tmp_path, monkeypatch):
     monkeypatch.setattr(openenv_app, "serve", run_instead)
     result = CliRunner().invoke(main, [
         "serve", "--tasks", str(tmp_path / "tasks.jsonl"), "--port", "0", "--mode", "gateway",
-        "--max-sessions", "3", "--idle-timeout", "0"])
+        "--max-sessions", "3", "--idle-timeout", "0", "--token", "t-1", "--max-per-client", "2",
+        "--reset-rate", "0", "--request-timeout", "4", "--expose-rubric"])
     assert result.exit_code == 0, result.output
     assert f"serving 6 tasks from {tmp_path / 'tasks.jsonl'} (gateway mode)" in result.output
     assert "at most 3 sessions, no idle limit" in result.output
-    assert started["port"] > 0 and started["app"].state.compoenv_store.idle_timeout_s is None
+    store = started["app"].state.compoenv_store
+    assert started["port"] > 0 and store.idle_timeout_s is None
+    assert (store.max_per_client, store.reset_rate) == (2, None)
+    assert started["app"].state.compoenv_service.expose_rubric
+    assert started["app"].state.compoenv_request_timeout_s == 4
+    assert "1 bearer token(s)" in result.output
     with background_server(started["app"]) as base:
-        opening = _http(base, "reset", {"task_index": 0}).json()
+        assert _http(base, "reset", {}).status_code == 401
+        opening = requests.post(f"{base}/reset", json={"task_index": 0}, timeout=30,
+                                headers={"Authorization": "Bearer t-1"}).json()
         assert opening["observation"]["metadata"]["mode"] == "gateway"
         assert {t["function"]["name"] for t in opening["observation"]["tools"]} == {
             "list_services", "list_tools", "describe_tool", "call_tool"}
-        assert requests.get(f"{base}/state", timeout=10).json()["max_episodes"] == 3
+        assert requests.get(f"{base}/state", timeout=10, headers={
+            "Authorization": "Bearer t-1"}).json()["max_episodes"] == 3
+
+
+def test_serve_takes_its_tokens_from_the_environment(tasks, tmp_path, monkeypatch):
+    from compoenv.integrations import openenv_app
+
+    save_tasks(tasks, tmp_path / "tasks.jsonl")
+    started: dict[str, Any] = {}
+
+    def run_instead(app: Any, host: str, port: int, log_level: str, sock: Any) -> None:
+        sock.close()
+        started.update(app=app)
+
+    monkeypatch.setattr(openenv_app, "serve", run_instead)
+    monkeypatch.setenv("COMPOENV_SERVE_TOKEN", "alpha, beta,")
+    result = CliRunner().invoke(main, ["serve", "--tasks", str(tmp_path / "tasks.jsonl"),
+                                       "--port", "0"])
+    assert result.exit_code == 0, result.output
+    assert "2 bearer token(s)" in result.output
+    with background_server(started["app"]) as base:
+        with CompoenvClient(base_url=base).sync() as env:  # the first token, from the env
+            assert env.reset(task_index=0).observation.metadata["task_id"] == tasks[0].id
 
 
 def test_without_openenv_the_integration_and_the_command_name_the_extra(monkeypatch):

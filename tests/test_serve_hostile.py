@@ -5,6 +5,7 @@ measures the same attacks' cost to honest clients (RSS, p99)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import time
@@ -16,7 +17,7 @@ import pytest
 pytest.importorskip("openenv")
 requests = pytest.importorskip("requests")
 
-from websockets.exceptions import InvalidStatus  # noqa: E402
+from websockets.exceptions import ConnectionClosed, InvalidStatus  # noqa: E402
 from websockets.sync.client import connect  # noqa: E402
 
 from compoenv.actions import render_calls  # noqa: E402
@@ -80,6 +81,7 @@ def test_another_clients_episode_cannot_be_stepped_or_read(url, tasks):
         # the WebSocket's own episode is not reachable over HTTP even by its own client
         assert _post(url, "step", {"action": {"message": "Done."},
                                    "episode_id": ws_episode}).status_code == 404
+        time.sleep(0.8)  # past the request time: a WebSocket is not an unfinished request
         for action in _oracle(task):
             result = env.step(action)
         assert result.reward == 1.0
@@ -128,11 +130,14 @@ def test_a_squatter_cannot_starve_another_client(url, tasks):
 
 
 def test_resets_past_the_rate_are_refused_with_retry_after(tasks):
-    app = make_app(tasks, max_sessions=64, reset_rate=2)  # bursts of 4
+    app = make_app(tasks, max_sessions=64, reset_rate=0.1)  # one now, the next in 10 s
     with background_server(app) as base:
-        codes = [requests.post(f"{base}/reset", json={}, timeout=10) for _ in range(6)]
-    assert [r.status_code for r in codes[:4]] == [200] * 4
-    assert codes[-1].status_code == 429 and int(codes[-1].headers["Retry-After"]) >= 1
+        codes = [requests.post(f"{base}/reset", json={}, timeout=10) for _ in range(3)]
+        with CompoenvClient(base_url=base).sync() as env:  # a new session is a new place
+            with pytest.raises(RuntimeError, match="--reset-rate"):
+                env.reset()
+    assert [r.status_code for r in codes] == [200, 429, 429]
+    assert int(codes[-1].headers["Retry-After"]) >= 1 and "--reset-rate" in codes[-1].text
 
 
 def _raw(url: str) -> socket.socket:
@@ -198,3 +203,25 @@ def test_expose_rubric_sends_the_criteria_in_full(tasks):
     assert all(c["description"] for c in reply["metadata"]["rubric"])
     assert json.dumps(reply["metadata"]["rubric"]) == json.dumps(
         reply["observation"]["metadata"]["rubric"])
+
+
+def test_idle_websocket_squatters_are_reclaimed_for_another_client(tasks):
+    app = make_app(tasks, max_sessions=2, reclaim_idle_s=0.2, tokens=[HONEST, INTRUDER])
+    told = []
+    with background_server(app) as base, contextlib.ExitStack() as stack:
+        ws = base.replace("http", "ws") + "/ws"
+        squatters = [stack.enter_context(connect(ws, additional_headers={
+            "Authorization": f"Bearer {INTRUDER}"})) for _ in range(2)]
+        for sock in squatters:
+            sock.send(json.dumps({"type": "reset", "data": {}}))
+            assert json.loads(sock.recv())["type"] == "observation"
+        time.sleep(0.4)  # both idle: one is reclaimed for the honest client
+        with CompoenvClient(base_url=base, token=HONEST).sync() as env:
+            env.reset(task_index=1)
+            for action in _oracle(tasks[1]):
+                result = env.step(action)
+            assert result.reward == 1.0
+        for sock in squatters:
+            with contextlib.suppress(TimeoutError, ConnectionClosed):
+                told.append(json.loads(sock.recv(timeout=1))["data"]["message"])
+    assert len(told) == 1 and "reclaimed" in told[0]

@@ -64,13 +64,18 @@ __all__ = ["serve"]
                    "at the end of an episode; by default the pass vector and scores only.")
 @click.option("--ws-compression/--no-ws-compression", default=False, show_default=True,
               help="permessage-deflate on WebSockets (worth it only on slow links).")
+@click.option("--request-timeout", type=click.FloatRange(min=0.1), default=10.0,
+              show_default=True,
+              help="Seconds a connection has to send a whole HTTP request (slow senders and "
+                   "half-open connections are closed after it).")
 @click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info",
                                                 "debug"]), default="info", show_default=True)
 @library_option
 def serve(host: str, port: int, tasks_path: Path | None, num: int, mode: str,
           max_steps: int | None, max_sessions: int, idle_timeout: float,
           tokens: tuple[str, ...], max_per_client: int | None, reset_rate: float,
-          reclaim_after: float, expose_rubric: bool, ws_compression: bool, log_level: str,
+          reclaim_after: float, expose_rubric: bool, ws_compression: bool,
+          request_timeout: float, log_level: str,
           **flags: Any) -> None:
     """Serve a task set as an OpenEnv environment: /ws, /reset, /step, /state, /schema."""
     require("openenv", "openenv", "compoenv serve")
@@ -101,7 +106,8 @@ def serve(host: str, port: int, tasks_path: Path | None, num: int, mode: str,
                    idle_timeout_s=idle_timeout or None, max_steps=max_steps,
                    world_model=world_model, tokens=tokens, max_per_client=max_per_client,
                    reset_rate=reset_rate or None, reclaim_idle_s=reclaim_after,
-                   expose_rubric=expose_rubric, compression=ws_compression)
+                   expose_rubric=expose_rubric, compression=ws_compression,
+                   request_timeout_s=request_timeout)
     idle = f"idle episodes dropped after {idle_timeout:g} s" if idle_timeout else "no idle limit"
     port = sock.getsockname()[1]  # the one port 0 picked
     auth = f"{len(tokens)} bearer token(s)" if tokens else "no token"

@@ -37,14 +37,12 @@ from typing import Any, Sequence
 try:
     from openenv.core.client_types import StepResult
     from openenv.core.env_client import EnvClient
-    from openenv.core.env_server.interfaces import Environment
-    from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation, State
+    from openenv.core.env_server.types import Action, Observation, State
 except ImportError as exc:  # pragma: no cover - depends on the extra being installed
     raise ImportError(f"compoenv's OpenEnv server and client need openenv ({exc}): "
                       f"pip install 'compoenv[openenv]'") from exc
 from pydantic import Field
 
-from compoenv import __version__
 from compoenv.env import CompoWorldEnv, steps_for
 from compoenv.prompts import reset_observation
 from compoenv.registry import Registry
@@ -258,7 +256,7 @@ class EpisodeStore:
     def _rate(self, client: str, now: float) -> None:
         if self.reset_rate is None:
             return
-        burst = 2.0 * self.reset_rate
+        burst = max(1.0, 2.0 * self.reset_rate)
         bucket = self._buckets.get(client)
         if bucket is None:
             if len(self._buckets) > 16 * self.max_episodes:  # forget full, idle buckets
