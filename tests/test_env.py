@@ -110,12 +110,14 @@ def test_openai_tool_calls_dict_is_an_action(task):
     assert info["messages"][-1]["tool_call_id"] == "abc"
 
 
-def test_empty_final_answer_fails_every_required_criterion(task):
+def test_empty_final_answer_fails_every_required_criterion_of_the_work(task):
     env = CompoWorldEnv([task])
     env.reset()
     obs, reward, term, trunc, info = env.step("I cannot help with that.")
-    assert term and not trunc and info["passed"] == 0.0
-    assert not any(c["passed"] for c in info["rubric"] if c["required"])
+    assert term and not trunc and info["passed"] == 0.0 and reward == 0.0
+    # the guards pass (nothing was damaged); nothing of the work does
+    assert not any(c["passed"] for c in info["rubric"]
+                   if c["required"] and c["kind"] != "unchanged")
 
 
 def test_max_steps_truncates_and_scores(task):
