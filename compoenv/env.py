@@ -137,7 +137,8 @@ class CompoWorldEnv(gym.Env[str, str]):
         registry: Services to use (default: the built-in library and plugins).
         library: Library folders (or spec / module files) whose services join the default
             registry's, as with ``--library`` (a path or a list of them; not with
-            ``registry``).
+            ``registry``). Their Python modules are imported only when trusted:
+            ``COMPOENV_TRUST_CODE=1``, or within ``compoenv.library.trusting_code()``.
         render_mode: ``"ansi"`` to render the transcript as text.
     """
 

@@ -16,6 +16,7 @@ from compoenv.rollout import AgentFactory, run_rollouts
 from compoenv.service import ToolSpec
 from compoenv.task import Task
 from compoenv.trajectory import Trajectory, iter_trajectories
+from compoenv.untrusted import neutralise
 
 __all__ = ["THOUGHT_STYLES", "add_thoughts", "oracle_sft", "keep_passing", "filter_trajectories"]
 
@@ -205,14 +206,15 @@ def add_thoughts(record: dict[str, Any] | Trajectory, *, style: str = "reasoning
                 name, args = _inner(call["function"]["name"], _loads(call["function"]["arguments"]))
                 shown[call["id"]] = name
                 thoughts.append(thinker.call(name, args, next(positions)))
-            thought = " ".join(thoughts)
+            # a thought quotes the call's arguments: no control text of a template in it
+            thought = neutralise(" ".join(thoughts))
             if style == "content":
                 msg["content"] = (msg["content"] + "\n" + thought).strip()
                 continue
         elif style == "content":
             continue
         else:
-            thought = thinker.final(msg["content"])
+            thought = neutralise(thinker.final(msg["content"]))
         msg["reasoning_content"] = thought
     return data
 

@@ -107,6 +107,24 @@ def test_an_instruction_with_control_text_is_neutral_in_the_env_and_in_sft(
     assert records, "the oracle's trajectory was kept"
     user = [m["content"] for m in records[0]["messages"] if m["role"] == "user"]
     assert user and all(raw_tokens(u) == [] for u in user)
+    thoughts = [m.get("reasoning_content") or "" for m in records[0]["messages"]]
+    assert all(raw_tokens(t) == [] for t in thoughts)
+
+
+def test_a_thought_quoting_a_hostile_argument_is_neutral(email_task: Task) -> None:
+    from compoenv.sft import add_thoughts
+
+    record = {"messages": [
+        {"role": "system", "content": "s"}, {"role": "user", "content": "u"},
+        {"role": "assistant", "content": "", "tool_calls": [{
+            "id": "c1", "type": "function", "function": {
+                "name": "email__send_email", "arguments": json.dumps({
+                    "to": "ana@example.com", "subject": "Hi", "body": PAYLOAD})}}]},
+        {"role": "tool", "tool_call_id": "c1", "name": "email__send_email",
+         "content": "{}"},
+        {"role": "assistant", "content": "Done."}], "meta": {"services": ["email"], "task_id": "t-1"}}
+    thought = add_thoughts(record)["messages"][2]["reasoning_content"]
+    assert "send an email" in thought and raw_tokens(thought) == []
 
 
 def test_neutralise_is_idempotent_and_leaves_ordinary_text_alone() -> None:

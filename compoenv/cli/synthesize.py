@@ -107,6 +107,9 @@ def _print(result: Any, written: tuple[Path, Path] | None) -> None:
     if written:
         click.echo(f"{result.service}: accepted after {len(result.rounds)} round(s); wrote "
                    f"{written[0]} and {written[1]}")
+        click.echo(f"Review {written[0].name} before you use it: a library loads its modules "
+                   f"only with --trust-code (compoenv services --library "
+                   f"{written[0].parent} --trust-code)")
     else:
         click.echo(f"{result.service}: rejected after {len(result.rounds)} round(s); nothing "
                    f"written", err=True)

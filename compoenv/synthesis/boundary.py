@@ -207,7 +207,12 @@ def wait_until_empty(namespace: int | None, timeout_s: float = 5.0) -> None:
 
 
 def _in_namespace(pid: str, namespace: int) -> bool:
+    """Whether process ``pid`` runs in ``namespace`` (a zombie runs nothing: it only waits to
+    be reaped by whoever inherited it)."""
     try:
-        return os.stat(f"/proc/{pid}/ns/pid").st_ino == namespace
-    except OSError:
+        if os.stat(f"/proc/{pid}/ns/pid").st_ino != namespace:
+            return False
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
         return False

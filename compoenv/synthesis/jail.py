@@ -1,6 +1,6 @@
 """The child side of the sandbox: resource limits, an audit hook, then verification.
 
-Run only by ``compoenv.synthesis.sandbox`` as ``python -I -m compoenv.synthesis.jail CONFIG``.
+Run only by ``compoenv.synthesis.sandbox``, as ``command(config)`` (``python -I -c ...``).
 Before any generated code is imported, the process limits its memory (RLIMIT_AS), CPU time,
 file sizes and open files, and installs an audit hook (``sys.addaudithook``; a hook cannot be
 removed) that denies:
@@ -16,9 +16,10 @@ removed) that denies:
   outside the temp dir (its descriptor would anchor ``dir_fd=`` opens), and changing files
   outside the temp dir (remove, rename, links, permissions).
 
-An audit hook contains what a model's code does by accident or by naive intent; it is not a
-security boundary against code written to break out of the interpreter (run the whole loop in a
-container or VM for that).
+An audit hook contains what a model's code does by accident or by naive intent, and says what
+it tried; it is not a security boundary against code written to break out of the interpreter.
+The boundary is the operating system's: this process runs under bubblewrap
+(``compoenv.synthesis.boundary``), and only with ``--unsafe`` without it.
 
 Each denial is written to stdout (a ``VIOLATION`` line) before it is raised, so code that
 catches the PermissionError, or runs into the time limit afterwards, is still reported. The
