@@ -11,7 +11,7 @@ import math
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from pydantic import BaseModel
 
@@ -27,7 +27,7 @@ from compoenv.task import (
 __all__ = [
     "Outcome", "CriterionResult", "RubricResult", "score_rubric", "completion_focused",
     "same_value", "normalize_text", "record_dict", "check_criterion", "Shown", "GUARDS",
-    "WRITE_SHARE", "UNDONE", "STATUS_FIELDS", "undone", "CRITERION_KINDS", "kind_pass_rates",
+    "WRITE_SHARE", "UNDONE", "STATUS_FIELDS", "undone", "scalars", "CRITERION_KINDS", "kind_pass_rates",
 ]
 
 _MISSING = object()
@@ -93,6 +93,19 @@ class Outcome:
         return out
 
 
+def scalars(value: Any) -> Iterator[Any]:
+    """The leaves of a JSON-like value: everything that is not a mapping, list or tuple."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+        else:
+            yield item
+
+
 class Shown:
     """The scalar values some tool results showed: numbers, and text (normalised) both as
     whole values and as one text to find names and phrases in."""
@@ -107,20 +120,13 @@ class Shown:
     def of(cls, results: Iterable[Any]) -> "Shown":
         numbers: set[float] = set()
         texts: set[str] = set()
-        stack = list(results)
-        while stack:
-            item = stack.pop()
-            if isinstance(item, Mapping):
-                stack.extend(item.values())
-            elif isinstance(item, (list, tuple)):
-                stack.extend(item)
-            elif item is None or isinstance(item, bool):
+        for item in scalars(list(results)):
+            if item is None or isinstance(item, bool):
                 continue
-            else:
-                number = _as_number(item)
-                if number is not None:
-                    numbers.add(round(number, 2))
-                texts.add(normalize_text(item))
+            number = _as_number(item)
+            if number is not None:
+                numbers.add(round(number, 2))
+            texts.add(normalize_text(item))
         return cls(numbers, texts)
 
     def has(self, value: Any) -> bool:
@@ -321,16 +327,8 @@ def _check_keys(c: UnchangedCriterion, out: Outcome) -> tuple[bool, str]:
 
 
 def _names_any(arguments: Any, keys: set[str]) -> bool:
-    stack = [arguments]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, Mapping):
-            stack.extend(item.values())
-        elif isinstance(item, (list, tuple)):
-            stack.extend(item)
-        elif isinstance(item, str) and normalize_text(item) in keys:
-            return True
-    return False
+    return any(isinstance(item, str) and normalize_text(item) in keys
+               for item in scalars(arguments))
 
 
 def _check_acts_on(c: UnchangedCriterion, out: Outcome) -> tuple[bool, str]:

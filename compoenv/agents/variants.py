@@ -29,7 +29,7 @@ from compoenv.compose.values import MISSING, fresh_value
 from compoenv.compose.verify import oracle_message
 from compoenv.registry import Registry, RegistryError
 from compoenv.schema import free_text as is_free_text
-from compoenv.reward import same_value
+from compoenv.reward import same_value, scalars
 from compoenv.service import ToolSpec, split_qualified
 from compoenv.session import Session
 from compoenv.task import Call, OrderCriterion, Task, UnchangedCriterion
@@ -366,17 +366,8 @@ WRONG = {"wrong_argument": wrong_arguments, "fanout_drop": fanout_drops,
 
 def _mentions(data: Any) -> set[str]:
     """The scalar values a result shows, as text."""
-    out: set[str] = set()
-    stack = [data]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif item is not None and not isinstance(item, bool):
-            out.add(str(item).casefold())
-    return out
+    return {str(item).casefold() for item in scalars(data)
+            if item is not None and not isinstance(item, bool)}
 
 
 def _uses(call: Call, shown: set[str]) -> bool:
