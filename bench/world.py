@@ -32,8 +32,8 @@ from compoenv.session import Session
 from compoenv.task import Task
 from compoenv.world import World
 from compoenv.worldmodel.base import SimState
-from compoenv.worldmodel.consistency import (Recall, created_before, forget, identity, kind_of,
-                                             makes_new, remember, remembered, violations)
+from compoenv.worldmodel.consistency import (Recall, created_before, creates, kind_of, review,
+                                             shown_records, violations)
 from compoenv.worldmodel.offline import collection_of
 
 TARGETS = {"disagreeing_views": ("<=", 0), "created_before_today": ("<=", 0)}
@@ -41,20 +41,6 @@ TARGETS = {"disagreeing_views": ("<=", 0), "created_before_today": ("<=", 0)}
 
 def log(message: str) -> None:
     print(f"[bench.world] {message}", file=sys.stderr, flush=True)
-
-
-def _records(node: Any, kind: str, out: list[tuple[str, dict[str, Any]]]) -> None:
-    """Every record in an answer with the kind it is of."""
-    if isinstance(node, list):
-        for item in node:
-            _records(item, kind, out)
-    elif isinstance(node, dict):
-        out.append((kind, node))
-        for key, value in node.items():
-            if isinstance(value, (dict, list)):
-                sub = kind if key in ("results", "items", "data", "records", "entries",
-                                      "list", "matches", "hits", "rows") else kind_of(key)
-                _records(value, sub, out)
 
 
 def audit(task: Task, tally: Counter[str]) -> bool:
@@ -76,55 +62,34 @@ def audit(task: Task, tally: Counter[str]) -> bool:
         tally["answers"] += 1
         tally["simulated_answers"] += simulated
         write = not spec.read_only
-        new = write and makes_new(spec.name)  # a create, a booking, a payment
+        kind = kind_of(collection_of(spec.name, spec.returns))
+        recall = seen.setdefault(service_name, {})
+        new = write and creates(recall, spec.name, data, kind)  # a create, a booking, a payment
         if new:
-            tally["writes"] += 1
             made = created_before(data, world.today)
             tally["created_records"] += isinstance(data, dict)
             if made:
                 tally["created_before_today"] += 1
                 tally["created_before_today_simulated"] += simulated
-        for problem in violations(data, world.today, world, success_write=new):
+        for problem in violations(data, world.today, world, new, call.arguments):
             tally["invariant_violations"] += 1
             tally["invariant_violations_simulated"] += simulated
-            tally[f"violation:{_kind_of_problem(problem)}"] += 1
-        found: list[tuple[str, dict[str, Any]]] = []
-        _records(data, kind_of(collection_of(spec.name, spec.returns)), found)
-        recall = seen.setdefault(service_name, {})
-        touched = {str(v) for v in call.arguments.values() if isinstance(v, (str, int))} \
-            if write else set()
-        for kind, record in found:
-            keys = identity(record, kind)
-            if not keys:
-                continue
-            tally["records_shown"] += 1
-            earlier = remembered(recall, keys)
-            changed = write and (touched & {k.rpartition("\x1f")[2] for k in keys})
-            if earlier is not None and not write:
-                tally["records_shown_again"] += 1
-                differ = [f for f, v in record.items() if f in earlier[1]
-                          and earlier[1][f] != v and not isinstance(v, (dict, list))]
-                if differ:
-                    if os.environ.get("BENCH_WORLD_SHOW"):
-                        log(f"{call.name}: {[(f, earlier[1][f], record[f]) for f in differ]}")
-                    tally["disagreeing_views"] += 1
-                    tally["disagreeing_views_simulated"] += simulated
-            if changed or write:  # a write's view is the record from now on
-                forget(recall, *[k.rpartition("\x1f")[2] for k in keys[:1]])
-            remember(recall, keys, record)
+            tally[f"violation:{problem.partition(':')[0]}"] += 1
+        tally["records_shown"] += len(shown_records(data, kind))
+        if write and not isinstance(service.state, SimState):
+            # a typed service's write may change any record (its state is the truth): views
+            # of its records start again after it
+            recall.clear()
+            continue
+        again, differ = review(recall, data, kind, write)
+        tally["records_shown_again"] += again
+        tally["disagreeing_views"] += len(differ)
+        tally["disagreeing_views_simulated"] += len(differ) if simulated else 0
+        for line in differ if os.environ.get("BENCH_WORLD_SHOW") else ():
+            log(f"{call.name}: {line}")
     score = score_rubric(task.rubric, Outcome(session, oracle_message(task),
                                               task.instruction)).score
     return score >= 1.0 - 1e-9
-
-
-def _kind_of_problem(problem: str) -> str:
-    for word, name in (("status", "failed_status"), ("email", "email_domain"),
-                       ("after today", "since_future"), ("words", "word_count"),
-                       ("characters", "char_count"), ("holds", "count_vs_list"),
-                       (" x ", "quantity_price_value"), ("quarter", "fee_share")):
-        if word in problem:
-            return name
-    return "order" if ">" in problem else "other"
 
 
 def run(n: int) -> dict[str, Any]:

@@ -3,8 +3,7 @@
 Two halves, shared by the simulator, the ``verify`` check, the tests and ``bench.world``:
 
 * **Identity and recall.** A record a simulated service shows is known by its id (the ``id``
-  field, the ``<kind>_id`` field of its own kind, or its only ``*_id`` field), else by its name
-  or title within its kind (the noun of the list that holds it, or of the tool that returned
+  field, or the ``<kind>_id`` field of its own kind), else by its name or title within its kind (the noun of the list that holds it, or of the tool that returned
   it). ``reconcile`` makes an answer agree with what the episode was shown before: a field
   shown before keeps its value (a fresh draw gives way), a field not shown before is added to
   what is remembered. A write's own decisions (its arguments, the status it leaves, the time
@@ -27,8 +26,9 @@ from typing import Any
 
 from compoenv.schema import is_valid
 
-__all__ = ["FAILED", "CHANGES", "makes_new", "kind_of", "identity", "mend", "reconcile", "remembered", "remember", "forget", "stamped", "violations",
-           "created_before", "WRITE_MADE", "PROTECTED", "Recall"]
+__all__ = ["FAILED", "CHANGES", "makes_new", "kind_of", "identity", "shown_records", "review",
+           "mend", "reconcile", "remembered", "remember", "stamped", "violations",
+           "creates", "created_before", "INVARIANTS", "WRITE_MADE", "PROTECTED", "Recall"]
 
 Recall = dict[str, tuple[tuple[str, ...], dict[str, Any]]]
 """What an episode remembers: identity key -> (every key of that record, its fields). Entries
@@ -92,28 +92,55 @@ def _id_field(record: Mapping[str, Any], kind: str) -> str | None:
     own = f"{kind}_id"
     if isinstance(record.get(own), (str, int)) and not isinstance(record.get(own), bool):
         return own
-    ids = [k for k, v in record.items() if k.endswith("_id") and isinstance(v, (str, int))
-           and not isinstance(v, bool)]
-    return ids[0] if len(ids) == 1 else None
+    return None  # a policy_id in a payment names the policy, not the payment
 
 
-def identity(record: Mapping[str, Any], kind: str) -> tuple[str, ...]:
+def identity(record: Mapping[str, Any], kind: str, scope: str = "") -> tuple[str, ...]:
     """The keys a record is known by (id first, then its name within its kind); none for a
-    record that names itself by neither."""
+    record that names itself by neither. ``scope``: the key of the record holding this one
+    (a policy's coverage "trip cancellation" is that policy's, not every policy's): names and
+    short numbers name a record within it, an id like "EVT-0042" names one anywhere."""
     keys: list[str] = []
     field = _id_field(record, kind)
     if field is not None:
         value = str(record[field]).strip()
         if value:
-            # an id like "EVT-0042" names one record; "7" only one of its kind
-            keys.append(f"id{_US}{kind}{_US}{value}" if _SHORT_ID.match(value)
+            keys.append(f"id{_US}{scope}{kind}{_US}{value}" if _SHORT_ID.match(value)
                         else f"id{_US}{value}")
     for name in (*_NAMES, f"{kind}_name"):
         value = record.get(name)
         if isinstance(value, str) and value.strip():
-            keys.append(f"name{_US}{kind}{_US}{' '.join(value.lower().split())}")
+            keys.append(f"name{_US}{scope}{kind}{_US}{' '.join(value.lower().split())}")
             break
     return tuple(keys)
+
+
+def _inner(field: str, kind: str) -> str:
+    """The kind of the records under ``field`` of a record of ``kind``."""
+    return kind if field in _GENERIC_LISTS else kind_of(field)
+
+
+def shown_records(data: Any, kind: str) -> list[tuple[tuple[str, ...], dict[str, Any]]]:
+    """Every record an answer shows that names itself, with its keys (``identity``), as
+    ``reconcile`` reads them: the top-level records of ``kind``, records under a field of
+    the field's kind, within the record that holds them."""
+    out: list[tuple[tuple[str, ...], dict[str, Any]]] = []
+
+    def walk(node: Any, kind: str, scope: str) -> None:
+        if isinstance(node, list):
+            for item in node:
+                walk(item, kind, scope)
+        elif isinstance(node, dict):
+            keys = identity(node, kind, scope)
+            if keys:
+                out.append((keys, node))
+            inner = f"{keys[0]}/" if keys else scope
+            for field, value in node.items():
+                if isinstance(value, (dict, list)):
+                    walk(value, _inner(field, kind), inner)
+
+    walk(data, kind, "")
+    return out
 
 
 def remembered(recall: Recall, keys: tuple[str, ...]) -> Any:
@@ -166,16 +193,22 @@ def reconcile(data: Any, schema: Any, kind: str, recall: Recall,
         trust: ``data`` is the truth (records a store keeps): nothing in it changes, and it
             is remembered as it is.
     """
-    return _walk(data, schema, kind, recall, frozenset(protected) | PROTECTED
-                 if top_write else frozenset(protected), trust)
+    later: list[tuple[tuple[str, ...], Mapping[str, Any]]] = []
+    out = _walk(data, schema, kind, recall, frozenset(protected) | PROTECTED
+                if top_write else frozenset(protected), trust, "", later)
+    # remembered once the answer is read: its records agree with earlier answers, not with
+    # each other (two coverages of one name in one policy are two lines, not one record)
+    for keys, record in later:
+        remember(recall, keys, record)
+    return out
 
 
-def _walk(node: Any, schema: Any, kind: str, recall: Recall,
-          protected: frozenset[str], trust: bool = False) -> tuple[Any, bool]:
+def _walk(node: Any, schema: Any, kind: str, recall: Recall, protected: frozenset[str],
+          trust: bool, scope: str, later: list[Any]) -> tuple[Any, bool]:
     if isinstance(node, list):
         items, changed, out = _items(schema), False, []
         for item in node:
-            new, moved = _walk(item, items, kind, recall, frozenset(), trust)
+            new, moved = _walk(item, items, kind, recall, frozenset(), trust, scope, later)
             out.append(new)
             changed |= moved
         return (out, True) if changed else (node, False)
@@ -183,7 +216,7 @@ def _walk(node: Any, schema: Any, kind: str, recall: Recall,
         return node, False
     props = _props(schema)
     out: dict[str, Any] | None = None
-    keys = identity(node, kind)
+    keys = identity(node, kind, scope)
     if keys and not trust:
         entry = remembered(recall, keys)
         if entry is not None:
@@ -197,17 +230,41 @@ def _walk(node: Any, schema: Any, kind: str, recall: Recall,
                         out = dict(node)
                     out[field] = known
     record = out if out is not None else node
+    inner = f"{keys[0]}/" if keys else scope
     for field, value in record.items():
         if isinstance(value, (dict, list)):
-            sub = kind_of(field) if field not in _GENERIC_LISTS else kind
-            new, moved = _walk(value, props.get(field), sub, recall, frozenset(), trust)
+            new, moved = _walk(value, props.get(field), _inner(field, kind), recall,
+                               frozenset(), trust, inner, later)
             if moved:
                 if out is None:
                     out = record = dict(node)
                 out[field] = new
     if keys:
-        remember(recall, keys, record)
+        later.append((keys, record))
     return (out, True) if out is not None else (node, False)
+
+
+def review(recall: Recall, data: Any, kind: str, write: bool = False) -> tuple[int, list[str]]:
+    """An observer's reading of one answer: how many records it shows again and how each
+    that disagrees with its earlier view does (one line per record). A write's records are
+    the change: they are what the records are from then on, never a disagreement. ``recall``
+    is the observer's own memory (not the simulator's), updated with what the answer shows."""
+    again, differ = 0, []
+    shown = shown_records(data, kind)
+    for keys, record in shown:
+        earlier = remembered(recall, keys)
+        if earlier is not None and not write:
+            again += 1
+            fields = [f"{f}: {earlier[1][f]!r} then {v!r}" for f, v in record.items()
+                      if f in earlier[1] and isinstance(v, _SCALAR) and earlier[1][f] != v]
+            if fields:
+                differ.append(f"{keys[0].replace(_US, ' ')}: {'; '.join(fields[:3])}")
+        if write and earlier is not None:
+            for alias in earlier[0]:
+                recall.pop(alias, None)
+    for keys, record in shown:  # once the answer is read, as ``reconcile`` does
+        remember(recall, keys, record)
+    return again, differ
 
 
 def remember(recall: Recall, keys: tuple[str, ...],
@@ -222,14 +279,6 @@ def remember(recall: Recall, keys: tuple[str, ...],
     new = (all_keys, fields)
     for key in all_keys:
         recall[key] = new
-
-
-def forget(recall: Recall, value: Any) -> None:
-    """Drop what is remembered of the record with id ``value`` (deleted by a write)."""
-    text = _US + str(value)
-    for key in [k for k in recall if k.startswith("id" + _US) and k.endswith(text)]:
-        for alias in recall[key][0]:
-            recall.pop(alias, None)
 
 
 # -- invariants -----------------------------------------------------------------------------
@@ -270,9 +319,15 @@ def _words(text: str) -> int:
     return len(text.split())
 
 
+INVARIANTS = ("product", "fee", "percentiles", "min_avg_max", "parts", "counts", "word_count",
+              "char_count", "status", "email_domain", "since")
+
+
 def violations(record: Any, today: dt.date | None = None, world: Any = None,
-               success_write: bool = False) -> list[str]:
-    """What ``record`` (and every record inside it) says that cannot all be true.
+               success_write: bool = False, given: Mapping[str, Any] | None = None
+               ) -> list[str]:
+    """What ``record`` (and every record inside it) says that cannot all be true, one line
+    each, ``<invariant>: <where> <what>`` (``INVARIANTS`` names them).
 
     Args:
         record: A record, or an answer holding records.
@@ -280,17 +335,21 @@ def violations(record: Any, today: dt.date | None = None, world: Any = None,
         world: The World (an email beside a World organisation's name is at its domain).
         success_write: Whether ``record`` is the answer of a successful write (its status
             may not say it failed).
+        given: The call's arguments: a value the caller gave (a date asked about, the email
+            and company of a contact being added) is the caller's, not the world's word.
     """
     out: list[str] = []
-    _check(record, today, world, success_write, out, "")
+    said = frozenset(str(v).casefold() for v in (given or {}).values()
+                     if isinstance(v, (str, int, float)))
+    _check(record, today, world, success_write, out, "", said)
     return out
 
 
 def _check(node: Any, today: dt.date | None, world: Any, success: bool, out: list[str],
-           where: str) -> None:
+           where: str, said: frozenset[str] = frozenset()) -> None:
     if isinstance(node, list):
         for i, item in enumerate(node):
-            _check(item, today, world, False, out, f"{where}[{i}]")
+            _check(item, today, world, False, out, f"{where}[{i}]", said)
         return
     if not isinstance(node, dict):
         return
@@ -303,17 +362,19 @@ def _check(node: Any, today: dt.date | None, world: Any, success: bool, out: lis
     if success:
         status = node.get("status")
         if isinstance(status, str) and status.lower() in FAILED:
-            out.append(f"{where}status: a successful write says {status!r}")
-    if world is not None:
+            out.append(f"status: {where}a successful write says its status is {status!r}")
+    if world is not None and not said & {str(node.get(k)).casefold() for k in
+                                         ("email", *_EMPLOYER) if k in node}:
         _email_domain(node, world, out, where)
     if today is not None:
         for key, value in node.items():
-            day = _day(value) if _SINCE.match(key) else None
+            day = _day(value) if _SINCE.match(key) and str(value).casefold() not in said \
+                else None
             if day is not None and day > today:
-                out.append(f"{where}{key}: {value} is after today ({today})")
+                out.append(f"since: {where}{key}: {value} is after today ({today})")
     for key, value in node.items():
         if isinstance(value, (dict, list)):
-            _check(value, today, world, False, out, f"{where}{key}.")
+            _check(value, today, world, False, out, f"{where}{key}.", said)
 
 
 def _percentiles(node: dict[str, Any], out: list[str], where: str) -> None:
@@ -328,7 +389,7 @@ def _percentiles(node: dict[str, Any], out: list[str], where: str) -> None:
         found.sort()
         for (_, a, x), (_, b, y) in zip(found, found[1:]):
             if x > y:
-                out.append(f"{where}{a}={x} > {b}={y}")
+                out.append(f"percentiles: {where}{a}={x} > {b}={y}")
 
 
 def _min_max(node: dict[str, Any], out: list[str], where: str) -> None:
@@ -344,7 +405,7 @@ def _min_max(node: dict[str, Any], out: list[str], where: str) -> None:
         found.sort()
         for (i, a, x), (j, b, y) in zip(found, found[1:]):
             if i < j and x > y + 1e-9:
-                out.append(f"{where}{a}={x} > {b}={y}")
+                out.append(f"min_avg_max: {where}{a}={x} > {b}={y}")
 
 
 def _parts(node: dict[str, Any], out: list[str], where: str) -> None:
@@ -360,7 +421,7 @@ def _parts(node: dict[str, Any], out: list[str], where: str) -> None:
                           if stem != "count" else "total_count", "total_count", "capacity"):
                 total = node.get(whole)
                 if whole != key and _num(total) and value > total:
-                    out.append(f"{where}{key}={value} > {whole}={total}")
+                    out.append(f"parts: {where}{key}={value} > {whole}={total}")
                     break
             break
 
@@ -383,7 +444,7 @@ def _counts(node: dict[str, Any], out: list[str], where: str) -> None:
             counted = (next(iter(lists)), only)
         if counted is not None and value != len(counted[1]) and not (
                 key.startswith("total") and value > len(counted[1])):
-            out.append(f"{where}{key}={value} but {counted[0]} holds {len(counted[1])}")
+            out.append(f"counts: {where}{key}={value} but {counted[0]} holds {len(counted[1])}")
 
 
 def _text_counts(node: dict[str, Any], out: list[str], where: str) -> None:
@@ -392,11 +453,11 @@ def _text_counts(node: dict[str, Any], out: list[str], where: str) -> None:
         return
     words = node.get("word_count")
     if _num(words) and words != _words(text):
-        out.append(f"{where}word_count={words} but the text has {_words(text)} words")
+        out.append(f"word_count: {where}word_count={words} but the text has {_words(text)} words")
     for key in ("char_count", "character_count", "characters"):
         chars = node.get(key)
         if _num(chars) and chars != len(text):
-            out.append(f"{where}{key}={chars} but the text has {len(text)} characters")
+            out.append(f"char_count: {where}{key}={chars} but the text has {len(text)} characters")
 
 
 def _product(node: dict[str, Any], out: list[str], where: str) -> None:
@@ -406,14 +467,14 @@ def _product(node: dict[str, Any], out: list[str], where: str) -> None:
     if quantity and price and value and not _adds_parts(node, value):
         want = node[quantity] * node[price]
         if abs(want - node[value]) > max(0.02, 0.01 * abs(want)):
-            out.append(f"{where}{quantity}={node[quantity]} x {price}={node[price]} is "
+            out.append(f"product: {where}{quantity}={node[quantity]} x {price}={node[price]} is "
                        f"{want:.2f}, not {value}={node[value]}")
     fee = next((k for k in ("fee", "fees", "network_fee", "transaction_fee", "commission")
                 if _num(node.get(k))), None)
     base = next((k for k in ("value", "fiat_value", "value_usd", "amount_usd", "total_value",
                              "market_value", "amount") if _num(node.get(k)) and k != fee), None)
     if fee and base and node[base] > 0 and node[fee] > 0.25 * node[base]:
-        out.append(f"{where}{fee}={node[fee]} is more than a quarter of {base}={node[base]}")
+        out.append(f"fee: {where}{fee}={node[fee]} is more than a quarter of {base}={node[base]}")
 
 
 def _adds_parts(node: dict[str, Any], value: str) -> bool:
@@ -429,7 +490,7 @@ def _email_domain(node: dict[str, Any], world: Any, out: list[str], where: str) 
         return
     org = world.organization(employer)
     if org is not None and email.rpartition("@")[2].lower() != org.domain.lower():
-        out.append(f"{where}email {email} is not at {employer}'s domain {org.domain}")
+        out.append(f"email_domain: {where}email {email} is not at {employer}'s domain {org.domain}")
 
 
 def stamped(record: Any, schema: Any, now: str) -> Any:
@@ -455,7 +516,7 @@ def stamped(record: Any, schema: Any, now: str) -> Any:
     return out if out is not None else record
 
 
-CHANGES = ("update_", "edit_", "modify_", "change_", "set_", "patch_", "cancel_", "delete_",
+CHANGES = ("update_", "edit_", "share_", "attach_", "link_", "tag_", "unshare_", "modify_", "change_", "set_", "patch_", "cancel_", "delete_",
            "remove_", "close_", "archive_", "approve_", "reject_", "assign_", "renew_",
            "extend_", "refund_", "mark_", "complete_", "resolve_", "move_", "rename_",
            "decline_", "deny_", "revoke_", "unsubscribe_", "disable_", "stop_", "end_")
@@ -465,6 +526,16 @@ def makes_new(tool: str) -> bool:
     """Whether a write tool makes a new record (a create, a booking, a payment), not one
     that changes, cancels or removes a record there."""
     return not tool.startswith(CHANGES)
+
+
+def creates(recall: Recall, tool: str, data: Any, kind: str) -> bool:
+    """Whether a write's answer is a record it made: a tool that makes records
+    (``makes_new``) answering a record the episode was not shown before (``recall``: the
+    observer's memory, before ``review`` reads this answer)."""
+    if not makes_new(tool) or not isinstance(data, dict):
+        return False
+    keys = identity(data, kind)
+    return not keys or remembered(recall, keys) is None
 
 
 def created_before(record: Any, today: dt.date) -> list[str]:
@@ -551,7 +622,7 @@ def _ordered_groups(record: dict[str, Any]) -> list[list[tuple[int, str]]]:
 def _mend_parts(record: dict[str, Any], put: Any, pinned: Any, rng: Any) -> None:
     problems: list[str] = []
     _parts(record, problems, "")
-    for problem in problems:
+    for problem in (p.partition(": ")[2] for p in problems):
         part, _, rest = problem.partition("=")
         whole = rest.partition(" > ")[2].partition("=")[0]
         total = record.get(whole)
@@ -565,7 +636,7 @@ def _mend_parts(record: dict[str, Any], put: Any, pinned: Any, rng: Any) -> None
 def _mend_counts(record: dict[str, Any], put: Any, pinned: Any) -> None:
     problems: list[str] = []
     _counts(record, problems, "")
-    for problem in problems:
+    for problem in (p.partition(": ")[2] for p in problems):
         key = problem.partition("=")[0]
         holds = int(problem.rpartition(" holds ")[2])
         if key not in pinned:
