@@ -11,7 +11,8 @@ answer of a simulated service:
   kind of invariant;
 * ``oracle_pass``: the share of replays scoring 1.0.
 
-Run ``python -m bench.world [--tasks N] [--out FILE]``: one JSON object on stdout.
+Run ``python -m bench.world [--tasks N] [--out FILE]``: one JSON object on stdout
+(``BENCH_WORLD_SHOW=1`` also logs each disagreement and violation on stderr).
 """
 
 from __future__ import annotations
@@ -75,6 +76,8 @@ def audit(task: Task, tally: Counter[str]) -> bool:
             tally["invariant_violations"] += 1
             tally["invariant_violations_simulated"] += simulated
             tally[f"violation:{problem.partition(':')[0]}"] += 1
+            if os.environ.get("BENCH_WORLD_SHOW"):
+                log(f"{call.name}: {problem}")
         tally["records_shown"] += len(shown_records(data, kind))
         if write and not isinstance(service.state, SimState):
             # a typed service's write may change any record (its state is the truth): views

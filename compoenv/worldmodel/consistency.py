@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import random
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -27,6 +28,7 @@ from typing import Any
 from compoenv.schema import is_valid
 
 __all__ = ["FAILED", "CHANGES", "makes_new", "kind_of", "identity", "shown_records", "review",
+           "refer",
            "mend", "reconcile", "remembered", "remember", "stamped", "violations",
            "creates", "created_before", "INVARIANTS", "WRITE_MADE", "PROTECTED", "Recall"]
 
@@ -229,6 +231,12 @@ def _walk(node: Any, schema: Any, kind: str, recall: Recall, protected: frozense
                     if out is None:
                         out = dict(node)
                     out[field] = known
+        if out is not None:  # the fresh fields beside the remembered ones follow them
+            _follow(out, props, set(entry[1]) | protected, keys[0])
+    if not trust:
+        referred = refer(out if out is not None else node, props, kind, recall, protected)
+        if referred is not None:
+            out = referred
     record = out if out is not None else node
     inner = f"{keys[0]}/" if keys else scope
     for field, value in record.items():
@@ -265,6 +273,64 @@ def review(recall: Recall, data: Any, kind: str, write: bool = False) -> tuple[i
     for keys, record in shown:  # once the answer is read, as ``reconcile`` does
         remember(recall, keys, record)
     return again, differ
+
+
+# fields a record copies from a record it refers to (a ticket's event: its name, venue, city,
+# day and start), when both carry them under the same name
+_DESCRIPTIVE = frozenset({"city", "date", "start", "end", "start_time", "end_time", "starts_at",
+                          "ends_at", "duration_minutes", "venue", "venue_name", "venue_address",
+                          "street_address", "address", "location", "category", "performer",
+                          "country", "neighborhood", "cuisine", "property_type", "airline",
+                          "origin", "destination", "departure", "arrival", "flight_number",
+                          "make", "model", "brand", "currency"})
+
+
+def refer(record: Mapping[str, Any], props: Mapping[str, Any], kind: str, recall: Recall,
+          protected: frozenset[str] | set[str] = frozenset()) -> dict[str, Any] | None:
+    """``record`` agreeing with the records it refers to by id (``<other>_id``: a ticket's
+    ``event_id``) that the episode was shown: the fields it copies from them (the other's
+    name, ``<other>_<field>``, and descriptive fields both carry, such as venue, city, date)
+    take their shown values; None when nothing changes. ``protected`` fields (a write's
+    arguments) stay."""
+    out: dict[str, Any] | None = None
+    for field, value in record.items():
+        if not field.endswith("_id") or field == f"{kind}_id" or field == "id" \
+                or not isinstance(value, (str, int)) or isinstance(value, bool):
+            continue
+        other = field[:-3]
+        text = str(value).strip()
+        entry = recall.get(f"id{_US}{text}") if not _SHORT_ID.match(text) else None
+        if entry is None:
+            continue
+        shown = entry[1]
+        for key, old in record.items():
+            if key in protected or not isinstance(old, _SCALAR) or key == field:
+                continue
+            if key.startswith(other + "_"):
+                rest = key[len(other) + 1:]
+                known = shown.get(key, shown.get(rest))
+            elif key in _DESCRIPTIVE:
+                known = shown.get(key)
+            else:
+                continue
+            if known is None or known == old or not isinstance(known, _SCALAR) \
+                    or key not in props or not is_valid(known, props[key]):
+                continue
+            if out is None:
+                out = dict(record)
+            out[key] = known
+    return out
+
+
+def _follow(record: dict[str, Any], props: dict[str, Any], pinned: set[str], key: str) -> None:
+    """``mend`` a record some of whose fields memory set: the others move to agree."""
+    def put(field: str, value: Any) -> bool:
+        if field in props and is_valid(value, props[field]):
+            record[field] = value
+            return True
+        return False
+
+    mend(record, put, pinned, random.Random(key))
 
 
 def remember(recall: Recall, keys: tuple[str, ...],
@@ -559,11 +625,20 @@ def mend(record: dict[str, Any], put: Any, pinned: set[str] | frozenset[str],
         return
     _mend_text(record, put, pinned)
     for group in _ordered_groups(record):
-        values = sorted(record[k] for _, k in group)
-        if any(k in pinned for _, k in group):
+        if not any(k in pinned for _, k in group):
+            values = sorted(record[k] for _, k in group)
+            for (_, key), value in zip(group, values):
+                if record[key] != value:
+                    put(key, value)
             continue
-        for (_, key), value in zip(group, values):
-            if record[key] != value:
+        # some are fixed: each free one kept between the ones below and the fixed above it
+        for i, (_, key) in enumerate(group):
+            if key in pinned:
+                continue
+            low = max((record[k] for _, k in group[:i]), default=-math.inf)
+            high = min((record[k] for _, k in group[i + 1:] if k in pinned), default=math.inf)
+            value = min(max(record[key], low), high)
+            if value != record[key]:
                 put(key, value)
     _mend_parts(record, put, pinned, rng)
     _mend_counts(record, put, pinned)

@@ -30,7 +30,7 @@ from compoenv.service import Service, ToolError, ToolResult, ToolSpec, ok
 from compoenv.world import World
 from compoenv.worldmodel.base import SimState, ToolAnswer, ToolRequest
 from compoenv.worldmodel.coherence import record_plan, request_plan, settle, targets
-from compoenv.worldmodel.consistency import stamped
+from compoenv.worldmodel.consistency import kind_of, refer, stamped
 from compoenv.worldmodel.offline import OfflineWorldModel
 from compoenv.worldmodel.simulator import recall
 from compoenv.worldmodel.resources import (LIMIT_PARAMS, QUERY_PARAMS, Operation, Resource,
@@ -169,7 +169,7 @@ class ResourceStore:
         elif op.kind == "get":
             data = self._get(resource, stored, arguments[op.param or ""], gone)
         elif op.kind == "create":
-            made = self._create(world, spec, resource, stored, arguments)
+            made = self._create(world, spec, resource, stored, arguments, state.shown)
             if made is None:
                 return None
             write, data = made, made[1]
@@ -218,10 +218,11 @@ class ResourceStore:
         return {**page, op.items: found} if isinstance(page, dict) else found
 
     def _create(self, world: World, spec: ToolSpec, resource: Resource,
-                stored: Mapping[str, Any], arguments: dict[str, Any]
-                ) -> tuple[str, dict[str, Any]] | None:
+                stored: Mapping[str, Any], arguments: dict[str, Any],
+                shown: Mapping[str, Any] | None = None) -> tuple[str, dict[str, Any]] | None:
         """(key, record) of a new record: the offline model's record for these arguments,
-        under the key given or a new one in the format of those there."""
+        under the key given or a new one in the format of those there; ``shown``: what the
+        episode was shown of the service's records (``SimState.shown``)."""
         made = _OFFLINE.answer(ToolRequest(spec, arguments, world, {},
                                            _seed_of(world.seed, spec.name, arguments))).data
         if not isinstance(made, dict):
@@ -243,8 +244,11 @@ class ResourceStore:
             if key is None:
                 return None
         record[resource.key] = key
-        # a new record is made now, whatever day the generated one said
+        # a new record is made now, whatever day the generated one said, and says of the
+        # records it refers to what the episode was shown of them (a ticket's event)
         record = stamped(record, resource.record, world.now)
+        record = refer(record, fields, kind_of(resource.name), shown or {},
+                       set(arguments)) or record
         return (str(key), record) if is_valid(record, resource.record) else None
 
     @staticmethod
