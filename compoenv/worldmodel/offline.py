@@ -27,7 +27,7 @@ from compoenv.schema import is_valid
 from compoenv.schema_check import check_for
 from compoenv.world import Business, Person, World
 from compoenv.worldmodel.base import ToolAnswer, ToolRequest, WorldModelError
-from compoenv.worldmodel.consistency import FAILED
+from compoenv.worldmodel.consistency import FAILED, makes_new
 from compoenv.worldmodel.coherence import (RecordPlan, Targets, first_branch, record_plan,
                                            request_plan, settle, targets)
 
@@ -975,7 +975,8 @@ class OfflineWorldModel:
         data = maker.value(returns, "", maker.person())
         if not isinstance(data, dict):
             return ToolAnswer(data)  # nothing to store: a write that reports a status
-        data = _succeeded(data, returns)
+        if makes_new(spec.name):  # a reject_ that succeeds may well say "rejected"
+            data = _succeeded(data, returns)
         required = spec.parameters.get("required") or ()
         salt = (request.world.seed, spec.qualified_name,
                 {k: v for k, v in request.arguments.items() if k in required})

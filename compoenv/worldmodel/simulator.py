@@ -347,7 +347,7 @@ def recall(service: Service, spec: ToolSpec, arguments: dict[str, Any], answer: 
     write = not spec.read_only
     data = answer.data
     if write and not trust and makes_new(spec.name) and isinstance(data, dict) \
-            and not any(_known(shown, k) for k in identity(data, kind)):
+            and not any(k in shown for k in identity(data, kind)):
         data = stamped(data, spec.returns, service.world.now)
     data, moved = reconcile(data, spec.returns, kind, shown, set(arguments) if write else (),
                             top_write=write, trust=trust)
@@ -360,10 +360,6 @@ def recall(service: Service, spec: ToolSpec, arguments: dict[str, Any], answer: 
     if not moved and patch is answer.patch:
         return answer
     return ToolAnswer(data, patch, answer.source)
-
-
-def _known(shown: dict[str, Any], key: str) -> bool:
-    return key in shown
 
 
 def _as_shown(record: Any, data: Any, kind: str, shown: dict[str, Any]) -> Any:
