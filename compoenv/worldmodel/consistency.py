@@ -19,6 +19,7 @@ Two halves, shared by the simulator, the ``verify`` check, the tests and ``bench
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 import random
 import re
@@ -78,6 +79,7 @@ def _singular(word: str) -> str:
     return word
 
 
+@functools.lru_cache(maxsize=8192)
 def kind_of(noun: str) -> str:
     """The kind of record a noun speaks of: its last word that is not a view's
     ("restaurant_details" -> "restaurant", "nearby_restaurants" -> "restaurant")."""
@@ -620,11 +622,12 @@ def mend(record: dict[str, Any], put: Any, pinned: set[str] | frozenset[str],
     (this record only, not those inside it): ``put(key, value)`` sets a value if it fits the
     field's schema and says whether it did. Used by ``coherence.settle`` on every record the
     offline model makes."""
-    free = [k for k in record if k not in pinned]
-    if not free:
+    steps = _steps(tuple(record))
+    if not steps or all(k in pinned for k in record):
         return
-    _mend_text(record, put, pinned)
-    for group in _ordered_groups(record):
+    if "text" in steps:
+        _mend_text(record, put, pinned)
+    for group in _ordered_groups(record) if "order" in steps else ():
         if not any(k in pinned for _, k in group):
             values = sorted(record[k] for _, k in group)
             for (_, key), value in zip(group, values):
@@ -640,22 +643,54 @@ def mend(record: dict[str, Any], put: Any, pinned: set[str] | frozenset[str],
             value = min(max(record[key], low), high)
             if value != record[key]:
                 put(key, value)
-    _mend_parts(record, put, pinned, rng)
-    _mend_counts(record, put, pinned)
-    _mend_product(record, put, pinned, rng)
-    if today is not None:
+    if "parts" in steps:
+        _mend_parts(record, put, pinned, rng)
+    if "counts" in steps:
+        _mend_counts(record, put, pinned)
+    if "product" in steps:
+        _mend_product(record, put, pinned, rng)
+    if today is not None and "since" in steps:
         for key, value in list(record.items()):
             day = _day(value) if _SINCE.match(key) and key not in pinned else None
             if day is not None and day > today:
                 past = today - dt.timedelta(days=rng.randint(30, 900))
                 put(key, past.isoformat() + value[10:])
-    if world is not None and "email" not in pinned:
+    if world is not None and "email" in steps and "email" not in pinned:
         email = record.get("email")
         employer = next((record[k] for k in _EMPLOYER if isinstance(record.get(k), str)), None)
         org = world.organization(employer) if isinstance(employer, str) else None
         if org is not None and isinstance(email, str) and "@" in email \
                 and email.rpartition("@")[2].lower() != org.domain.lower():
             put("email", f"{email.rpartition('@')[0]}@{org.domain}")
+
+
+_COUNTING = re.compile(r"^(?:count|result_count|results_count|num_results|num_\w+|"
+                       r"number_of_\w+|total_\w+|count_\w+|\w+_count|\w+_total)$")
+_FEES = ("fee", "fees", "network_fee", "transaction_fee", "commission")
+
+
+@functools.lru_cache(maxsize=8192)
+def _steps(keys: tuple[str, ...]) -> frozenset[str]:
+    """Which of ``mend``'s steps a record of these fields may need (once per field set: the
+    records of one schema share it; most need none)."""
+    names = set(keys)
+    steps = set()
+    if names & set(_TEXT) and names & {"word_count", "char_count", "character_count",
+                                       "characters"}:
+        steps.add("text")
+    if sum(1 for k in keys if _PERCENTILE.match(k) or _MIN_MAX.match(k)) > 1:
+        steps.add("order")
+    if any(k.startswith(p + "_") or k.endswith("_" + p) for k in keys for p in _PARTS):
+        steps.add("parts")
+    if any(_COUNTING.match(k) for k in keys):
+        steps.add("counts")
+    if (names & set(_QUANTITY) and names & set(_PRICE)) or names & set(_FEES):
+        steps.add("product")
+    if any(_SINCE.match(k) for k in keys):
+        steps.add("since")
+    if "email" in names and names & set(_EMPLOYER):
+        steps.add("email")
+    return frozenset(steps)
 
 
 def _mend_text(record: dict[str, Any], put: Any, pinned: Any) -> None:
@@ -730,8 +765,7 @@ def _mend_product(record: dict[str, Any], put: Any, pinned: Any, rng: Any) -> No
                 put(value, round(want, 2) if isinstance(record[value], float) else round(want))
             elif price not in pinned and record[quantity]:
                 put(price, round(record[value] / record[quantity], 6))
-    fee = next((k for k in ("fee", "fees", "network_fee", "transaction_fee", "commission")
-                if _num(record.get(k))), None)
+    fee = next((k for k in _FEES if _num(record.get(k))), None)
     base = next((k for k in ("value", "fiat_value", "value_usd", "amount_usd", "total_value",
                              "market_value", "amount") if _num(record.get(k)) and k != fee), None)
     if fee and base and fee not in pinned and record[base] > 0 \
