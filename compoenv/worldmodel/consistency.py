@@ -3,11 +3,12 @@
 Two halves, shared by the simulator, the ``verify`` check, the tests and ``bench.world``:
 
 * **Identity and recall.** A record a simulated service shows is known by its id (the ``id``
-  field, or the ``<kind>_id`` field of its own kind), else by its name or title within its kind (the noun of the list that holds it, or of the tool that returned
-  it). ``reconcile`` makes an answer agree with what the episode was shown before: a field
-  shown before keeps its value (a fresh draw gives way), a field not shown before is added to
-  what is remembered. A write's own decisions (its arguments, the status it leaves, the time
-  it was made) are not overruled: they are the change, and they are remembered from then on.
+  field, or the ``<kind>_id`` field of its own kind), else by its name or title within its
+  kind (the noun of the list that holds it, or of the tool that returned it) and the record
+  holding it. ``reconcile`` makes an answer agree with what the episode was shown before: a
+  field shown before keeps its value (a fresh draw gives way), a field not shown before is
+  added to what is remembered. A write's own decisions (its arguments, the status it leaves,
+  the time it was made) are not overruled: they are the change, remembered from then on.
 * **Invariants.** ``violations`` lists what a record says that cannot be true of one thing:
   amounts that do not multiply, percentiles out of order, a part above its total, a count
   beside a list it does not count, a word count that does not follow the text, a failed status
@@ -584,10 +585,12 @@ def stamped(record: Any, schema: Any, now: str) -> Any:
     return out if out is not None else record
 
 
-CHANGES = ("update_", "edit_", "share_", "attach_", "link_", "tag_", "unshare_", "modify_", "change_", "set_", "patch_", "cancel_", "delete_",
-           "remove_", "close_", "archive_", "approve_", "reject_", "assign_", "renew_",
-           "extend_", "refund_", "mark_", "complete_", "resolve_", "move_", "rename_",
-           "decline_", "deny_", "revoke_", "unsubscribe_", "disable_", "stop_", "end_")
+# verbs of writes that change, cancel or remove a record there rather than make one
+CHANGES = ("update_", "edit_", "share_", "attach_", "link_", "tag_", "unshare_", "modify_",
+           "change_", "set_", "patch_", "cancel_", "delete_", "remove_", "close_", "archive_",
+           "approve_", "reject_", "assign_", "renew_", "extend_", "refund_", "mark_",
+           "complete_", "resolve_", "move_", "rename_", "decline_", "deny_", "revoke_",
+           "unsubscribe_", "disable_", "stop_", "end_")
 
 
 def makes_new(tool: str) -> bool:
