@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import random
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 from pydantic import BaseModel
@@ -9,8 +12,8 @@ from pydantic import BaseModel
 from compoenv.service import ToolError, did_you_mean
 from compoenv.world import CityInfo, World
 
-__all__ = ["next_id", "get_or_404", "update", "cancel", "find_one", "find_city", "search", "page",
-           "norm"]
+__all__ = ["next_id", "drawn_id", "get_or_404", "update", "cancel", "find_one", "find_city",
+           "search", "page", "norm"]
 
 T = TypeVar("T")
 R = TypeVar("R", bound=BaseModel)
@@ -21,12 +24,32 @@ def norm(text: Any) -> str:
     return " ".join(str(text).split()).casefold()
 
 
-def next_id(prefix: str, existing: Iterable[str], width: int = 4) -> str:
-    """The next id after the largest numeric suffix among ``existing`` (``C-0007`` -> ``C-0008``)."""
-    cut = len(prefix)
-    numbers = [int(key[cut:]) for key in existing
-               if key.startswith(prefix) and key[cut:].isdigit()]
-    return f"{prefix}{(max(numbers) + 1) if numbers else 1:0{width}d}"
+def next_id(prefix: str, existing: Iterable[str], width: int = 4, salt: Any = None) -> str:
+    """A new id of ``prefix`` and ``width`` digits not among ``existing``.
+
+    Without ``salt``: the next after the largest numeric suffix (``C-0007`` -> ``C-0008``).
+    With one (what makes the record: the World's seed, the service, the call's arguments):
+    digits drawn from a hash of it and of how many ids exist, so an id a write makes cannot be
+    guessed from other tasks, while the same episode replayed makes the same one."""
+    keys = existing if isinstance(existing, (set, frozenset, dict)) else set(existing)
+    if salt is None:
+        cut = len(prefix)
+        numbers = [int(key[cut:]) for key in keys
+                   if key.startswith(prefix) and key[cut:].isdigit()]
+        return f"{prefix}{(max(numbers) + 1) if numbers else 1:0{width}d}"
+    return drawn_id(prefix, keys, width, (salt, len(keys)))
+
+
+def drawn_id(prefix: str, taken: Any, width: int, salt: Any) -> str:
+    """``prefix`` and ``width`` digits drawn from a hash of ``salt``, none of ``taken``."""
+    text = json.dumps(salt, sort_keys=True, separators=(",", ":"), default=str)
+    rng = random.Random(hashlib.blake2b(text.encode(), digest_size=8).digest())
+    low, high = 10 ** (width - 1) if width > 1 else 1, 10 ** width - 1
+    for _ in range(64):
+        made = f"{prefix}{rng.randint(low, high):0{width}d}"
+        if made not in taken:
+            return made
+    return next_id(prefix, taken, width + 1)
 
 
 def get_or_404(records: Mapping[str, T], key: str, kind: str) -> T:

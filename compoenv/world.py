@@ -16,6 +16,7 @@ from compoenv.interfaces import Address
 __all__ = ["World", "Person", "Organization", "CityInfo", "Business", "DEFAULT_TODAY"]
 
 DEFAULT_TODAY = dt.date(2026, 3, 16)
+NOW_HOUR = 10  # the hour of the day it is in every World: today at 10:00
 
 _FIRST = (
     "Ada Alan Alice Amara Ana Arjun Ayesha Bea Ben Carla Carlos Chen Chloe Dario Diego Dmitri "
@@ -293,6 +294,12 @@ class World:
 
     def date(self, days: int = 0) -> str:
         return (self.today + dt.timedelta(days=days)).isoformat()
+
+    @property
+    def now(self) -> str:
+        """The episode's current moment (ISO, to the second): today at the fixed hour
+        ``NOW_HOUR``. What a write makes, it makes now."""
+        return f"{self.today.isoformat()}T{NOW_HOUR:02d}:00:00"
 
     def digest(self) -> str:
         """A content hash of the population: equal seeds give equal digests."""

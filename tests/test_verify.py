@@ -89,7 +89,18 @@ class UnknownIdIs403(Contacts):
         return self.state.contacts[contact_id]
 
 
+class ContradictsItself(Contacts):
+    """Personal address book whose lookup by id shows a contact unlike its search does."""
+
+    @tool(read_only=True, phrase="look up contact {contact_id}")
+    def get_contact(self, contact_id: ContactId) -> Contact:
+        """Get a contact by id."""
+        contact = get_or_404(self.state.contacts, contact_id, "contact id")
+        return contact.model_copy(update={"city": "Atlantis"})  # the bug: another city
+
+
 BROKEN = {ReadThatWrites: ("reads", "find_contact"),
+          ContradictsItself: ("consistency", "'Atlantis'"),
           SeedBySetOrder: ("seeding", "two fresh processes seeded different states"),
           UnsavedPhone: ("writes", "update_phone"),
           CrashOnOddNames: ("fuzz", "-> 500"),

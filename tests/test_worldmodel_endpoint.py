@@ -254,3 +254,28 @@ def test_local_backend_names_the_extra_when_packages_are_missing(
     monkeypatch.setitem(sys.modules, "transformers", None)
     with pytest.raises(ImportError, match=r"pip install 'compoenv\[llm\]'"):
         TransformersWorldModel("/nonexistent/model")
+
+
+def test_a_model_that_forgets_what_it_said_is_held_to_it() -> None:
+    """An endpoint that shows the same note differently on each call: the simulator
+    reconciles after the model answers, so the episode sees the note as first shown."""
+    calls = iter(range(1000))
+
+    def forgetful(request: dict[str, Any]) -> str:
+        n = next(calls)
+        return json.dumps({"data": [{"id": "NOTE-7781", "title": f"Draft {n}",
+                                     "body": f"version {n}"},
+                                    {"id": f"NOTE-{1000 + n}", "title": "Other",
+                                     "body": "new"}]})
+
+    with ChatServer(responder=forgetful, model=MODEL, slow_s=1.0, lifetime_s=30) as srv:
+        service = Notes(World(0))
+        service.simulator = Simulator(make_model(srv), fallback=OfflineWorldModel(),
+                                      cache_bytes=0)
+        first = service.call("list_notes", {})
+        again = service.call("list_notes", {})
+    assert first["success"] and again["success"], (first, again)
+    assert len(srv.bodies) == 2  # the model was asked twice and answered differently
+    assert again["data"][0] == first["data"][0] == {"id": "NOTE-7781", "title": "Draft 0",
+                                                    "body": "version 0"}
+    assert again["data"][1]["id"] == "NOTE-1001"  # a record not shown before is as drawn

@@ -21,6 +21,7 @@ __all__ = ["verify", "verify_all", "VerifyReport", "CheckResult", "TargetError",
 
 def _checks() -> dict[str, Callable[[Target], Findings]]:
     from compoenv.checks.composer import composer
+    from compoenv.checks.consistency import consistency
     from compoenv.checks.conventions import conventions
     from compoenv.checks.errors import errors
     from compoenv.checks.fuzz import fuzz
@@ -31,11 +32,11 @@ def _checks() -> dict[str, Callable[[Target], Findings]]:
 
     return {"conventions": conventions, "schemas": schemas, "seeding": seeding,
             "reads": reads, "writes": writes, "errors": errors, "fuzz": fuzz,
-            "composer": composer, "worldmodel": worldmodel}
+            "composer": composer, "worldmodel": worldmodel, "consistency": consistency}
 
 
 CHECKS: tuple[str, ...] = ("conventions", "schemas", "seeding", "reads", "writes", "errors",
-                           "fuzz", "composer", "worldmodel")
+                           "fuzz", "composer", "worldmodel", "consistency")
 
 
 def check_names(names: Iterable[str] | None) -> tuple[str, ...]:

@@ -29,7 +29,7 @@ __all__ = ["verify_command"]
               help="Verify every implemented (not spec-only) service of the libraries.")
 @click.option("--check", "checks", multiple=True, metavar="NAME",
               help="Run only this check (repeatable): conventions, schemas, seeding, reads, "
-                   "writes, errors, fuzz, composer, worldmodel.")
+                   "writes, errors, fuzz, composer, worldmodel, consistency.")
 @click.option("--spec", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               default=None, help="A spec JSON file the service's tools must agree with "
                                  "(default: the library's spec of the same name, if any).")

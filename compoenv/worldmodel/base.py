@@ -60,17 +60,22 @@ class WorldModel(Protocol):
 
 
 class SimState(State):
-    """The simulated state of a spec-only service: JSON records by collection and key."""
+    """The simulated state of a spec-only service: JSON records by collection and key, and
+    ``shown``: what the episode was shown of its records (``consistency.Recall``: identity ->
+    fields), which later answers agree with. ``shown`` is no collection: rubrics and the
+    state's version see the records alone."""
 
     records: dict[str, dict[str, Any]] = {}
+    shown: dict[Any, Any] = {}
 
     def collections(self) -> dict[str, dict[str, Any]]:
         return self.records  # read-only to callers, as State.collections says
 
     def fork(self) -> SimState:
-        # the simulator replaces a collection on every write and never edits a record, so a
-        # fork needs only its own mapping of collections
-        return self.model_construct(_fields_set=self.model_fields_set, records=dict(self.records))
+        # the simulator replaces a collection on every write and never edits a record, and
+        # replaces (never edits) what it remembers, so a fork needs only its own mappings
+        return self.model_construct(_fields_set=self.model_fields_set, records=dict(self.records),
+                                    shown=dict(self.shown))
 
 
 class SimulatedService(Service):

@@ -13,6 +13,7 @@ it was (a valid answer comes before a coherent one).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 import random
 import re
@@ -22,6 +23,7 @@ from typing import Any, Callable
 from compoenv._cache import ByIdentity
 from compoenv.businesses import KINDS as BUSINESS_KINDS
 from compoenv.schema import is_valid
+from compoenv.worldmodel.consistency import mend
 
 __all__ = ["RecordPlan", "RequestPlan", "Targets", "record_plan", "request_plan", "targets",
            "settle", "first_branch"]
@@ -468,10 +470,22 @@ def targets(ask: RequestPlan, plan: RecordPlan) -> Targets:
 # -- settling a generated record ------------------------------------------------------------
 
 def settle(record: dict[str, Any], plan: RecordPlan, aim: Targets, args: dict[str, Any],
-           fixed: set[str], rng: random.Random) -> None:
+           fixed: set[str], rng: random.Random, world: Any = None) -> None:
     """Move ``record``'s free values (``fixed``: those echoing the request stay) until it
     respects the request and its own invariants, in an order where later steps build on
-    earlier ones: days asked for, ranges, same-day fields, order, bounds, totals, net pay."""
+    earlier ones: days asked for, ranges, same-day fields, order, bounds, totals, net pay,
+    then the invariants of ``consistency`` (percentiles in order, parts within totals, counts
+    of the lists beside them, word counts of the text, quantity x price = value, a fee a
+    small share, "since" dates not after the ``world``'s today, emails at the employer's
+    domain)."""
+    if plan.invariants or aim.asks:
+        _settle(record, plan, aim, args, fixed, rng)
+    mend(record, functools.partial(_put, record, plan), fixed, rng,
+         world.today if world is not None else None, world)
+
+
+def _settle(record: dict[str, Any], plan: RecordPlan, aim: Targets, args: dict[str, Any],
+            fixed: set[str], rng: random.Random) -> None:
     pinned = set(fixed)
     if aim.on:
         _on_days(record, plan, aim, args, pinned)

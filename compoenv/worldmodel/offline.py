@@ -21,11 +21,13 @@ from typing import Any, Callable
 
 from compoenv._cache import ByIdentity
 from compoenv.businesses import KINDS as BUSINESS_KINDS
+from compoenv.crud import drawn_id
 from compoenv.magnitudes import draw, percentage
 from compoenv.schema import is_valid
 from compoenv.schema_check import check_for
 from compoenv.world import Business, Person, World
 from compoenv.worldmodel.base import ToolAnswer, ToolRequest, WorldModelError
+from compoenv.worldmodel.consistency import FAILED, makes_new
 from compoenv.worldmodel.coherence import (RecordPlan, Targets, first_branch, record_plan,
                                            request_plan, settle, targets)
 
@@ -230,8 +232,7 @@ class _Maker:
                 link = self.link(role, out, plan, who)
                 if link is not None and _fits(link, plan.index[key][3], memo=False):
                     out[key] = link
-        if plan.invariants or aim.asks:
-            settle(out, plan, aim, self.args, set(echoed), self.rng)
+        settle(out, plan, aim, self.args, set(echoed), self.rng, self.world)
         return out
 
     def site_owner(self, record: dict[str, Any], plan: RecordPlan,
@@ -974,7 +975,12 @@ class OfflineWorldModel:
         data = maker.value(returns, "", maker.person())
         if not isinstance(data, dict):
             return ToolAnswer(data)  # nothing to store: a write that reports a status
-        key = _key_of(data, request.arguments, stored, collection)
+        if makes_new(spec.name):  # a reject_ that succeeds may well say "rejected"
+            data = _succeeded(data, returns)
+        required = spec.parameters.get("required") or ()
+        salt = (request.world.seed, spec.qualified_name,
+                {k: v for k, v in request.arguments.items() if k in required})
+        key = _key_of(data, request.arguments, stored, collection, salt)
         existing = stored.get(key)
         if existing is not None:  # an update keeps what it does not change
             data = {**existing, **{k: v for k, v in request.arguments.items() if k in existing}}
@@ -1014,13 +1020,26 @@ class OfflineWorldModel:
         return maker.value(returns, "", maker.person())
 
 
+def _succeeded(data: dict[str, Any], returns: dict[str, Any]) -> dict[str, Any]:
+    """A write that succeeds does not say it failed: a failed status drawn for its record
+    is the first of the schema's statuses that does not."""
+    status = data.get("status")
+    if not isinstance(status, str) or status.lower() not in FAILED:
+        return data
+    options = ((returns.get("properties") or {}).get("status") or {}).get("enum") or ()
+    fine = [v for v in options if isinstance(v, str) and v.lower() not in FAILED]
+    return {**data, "status": fine[0]} if fine else data
+
+
 def _key_of(data: dict[str, Any], args: dict[str, Any], stored: dict[str, Any],
-            collection: str) -> str:
+            collection: str, salt: Any = 0) -> str:
     """The record's key: an argument naming a stored record (an update), else a new id."""
     for value in args.values():
         if isinstance(value, str) and value in stored:
             return value
-    return f"{_id_prefix(collection)}-{len(stored) + 1:04d}"
+    # digits drawn from the request (world, tool, required arguments) and the records there:
+    # the same call in the same episode makes the same id, and no other task tells it
+    return drawn_id(f"{_id_prefix(collection)}-", stored, 4, (salt, len(stored)))
 
 
 def _fits_key(data: dict[str, Any], returns: dict[str, Any]) -> bool:

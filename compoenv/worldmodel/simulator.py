@@ -16,8 +16,10 @@ from compoenv.schema import is_valid, validator_for
 from compoenv.service import Service, ToolError, ToolSpec
 from compoenv.world import DEFAULT_TODAY, World
 from compoenv.worldmodel.base import SimState, ToolAnswer, ToolRequest, WorldModel, WorldModelError
+from compoenv.worldmodel.consistency import identity, kind_of, makes_new, reconcile, stamped
+from compoenv.worldmodel.offline import collection_of
 
-__all__ = ["Simulator", "default_simulator", "request_key", "CACHE_BYTES"]
+__all__ = ["Simulator", "default_simulator", "recall", "request_key", "CACHE_BYTES"]
 
 # The most bytes (as JSON: keys and answers) one Simulator's answer cache holds. An env gives
 # each episode a Simulator of its own, so this bounds what agent arguments one episode keeps
@@ -151,6 +153,7 @@ class Simulator:
             answer = self._cached(key)
         if answer is None:
             answer = self._ask(service, spec, arguments, key)
+        answer = recall(service, spec, arguments, answer)
         self._apply(service, spec, answer)
         return answer
 
@@ -326,6 +329,51 @@ class Simulator:
                     added, size = _record_digest(collection, key, record)
                     total, chars = total + added, chars + size
             table[collection] = _Digest(target, total & _MASK, chars)
+
+
+def recall(service: Service, spec: ToolSpec, arguments: dict[str, Any], answer: ToolAnswer,
+           trust: bool = False) -> ToolAnswer:
+    """``answer`` agreeing with what the episode was shown of ``service``'s records
+    (``consistency.reconcile``), whoever answered: fields shown before win over fresh draws,
+    except those a write decides (its arguments, the status it leaves); what it shows is
+    remembered from now on. A write's new record is made now (the World's ``now``); a
+    patch stores the records as the answer shows them. ``trust``: the answer is the truth (a
+    store's records), only remembered. Typed services' answers come back as they are."""
+    state = service.state
+    if not isinstance(state, SimState):
+        return answer
+    kind = kind_of(_noun_of(spec))
+    shown = service.writable_state().shown  # type: ignore[attr-defined]
+    write = not spec.read_only
+    data = answer.data
+    if write and not trust and makes_new(spec.name) and isinstance(data, dict) \
+            and not any(k in shown for k in identity(data, kind)):
+        data = stamped(data, spec.returns, service.world.now)
+    data, moved = reconcile(data, spec.returns, kind, shown, set(arguments) if write else (),
+                            top_write=write, trust=trust)
+    moved = moved or data is not answer.data
+    patch = answer.patch
+    if patch and write and not trust:
+        patch = {collection: {key: _as_shown(record, data, kind, shown)
+                              for key, record in changes.items()}
+                 for collection, changes in patch.items()}
+    if not moved and patch is answer.patch:
+        return answer
+    return ToolAnswer(data, patch, answer.source)
+
+
+def _as_shown(record: Any, data: Any, kind: str, shown: dict[str, Any]) -> Any:
+    """A patch's record as the write's answer shows it (the same record: the answer's
+    fields), else agreeing with what was shown of it."""
+    if not isinstance(record, dict):
+        return record
+    if isinstance(data, dict) and set(identity(record, kind)) & set(identity(data, kind)):
+        return {**record, **{k: v for k, v in data.items() if k in record}}
+    return reconcile(record, None, kind, shown)[0] if identity(record, kind) else record
+
+
+_noun_of: Callable[[ToolSpec], str] = ByIdentity(
+    lambda spec: collection_of(spec.name, spec.returns))
 
 
 def _current(table: dict[str, _Digest], name: str, collection: dict[str, Any]) -> _Digest:

@@ -30,7 +30,9 @@ from compoenv.service import Service, ToolError, ToolResult, ToolSpec, ok
 from compoenv.world import World
 from compoenv.worldmodel.base import SimState, ToolAnswer, ToolRequest
 from compoenv.worldmodel.coherence import record_plan, request_plan, settle, targets
+from compoenv.worldmodel.consistency import kind_of, refer, stamped
 from compoenv.worldmodel.offline import OfflineWorldModel
+from compoenv.worldmodel.simulator import recall
 from compoenv.worldmodel.resources import (LIMIT_PARAMS, QUERY_PARAMS, Operation, Resource,
                                            recognise)
 
@@ -167,7 +169,7 @@ class ResourceStore:
         elif op.kind == "get":
             data = self._get(resource, stored, arguments[op.param or ""], gone)
         elif op.kind == "create":
-            made = self._create(world, spec, resource, stored, arguments)
+            made = self._create(world, spec, resource, stored, arguments, state.shown)
             if made is None:
                 return None
             write, data = made, made[1]
@@ -216,10 +218,11 @@ class ResourceStore:
         return {**page, op.items: found} if isinstance(page, dict) else found
 
     def _create(self, world: World, spec: ToolSpec, resource: Resource,
-                stored: Mapping[str, Any], arguments: dict[str, Any]
-                ) -> tuple[str, dict[str, Any]] | None:
+                stored: Mapping[str, Any], arguments: dict[str, Any],
+                shown: Mapping[str, Any] | None = None) -> tuple[str, dict[str, Any]] | None:
         """(key, record) of a new record: the offline model's record for these arguments,
-        under the key given or a new one in the format of those there."""
+        under the key given or a new one in the format of those there; ``shown``: what the
+        episode was shown of the service's records (``SimState.shown``)."""
         made = _OFFLINE.answer(ToolRequest(spec, arguments, world, {},
                                            _seed_of(world.seed, spec.name, arguments))).data
         if not isinstance(made, dict):
@@ -233,26 +236,37 @@ class ResourceStore:
                                      f"{resource.key} {given!r} already exists")
             key: Any = given
         else:
-            key = self._new_key(resource, stored, record.get(resource.key))
+            # what the call must say (an optional detail given or not makes the same id)
+            required = spec.parameters.get("required") or ()
+            salt = (world.seed, world.today, self.service, resource.collection,
+                    {k: v for k, v in arguments.items() if k in required})
+            key = self._new_key(resource, stored, record.get(resource.key), salt)
             if key is None:
                 return None
         record[resource.key] = key
+        # a new record is made now, whatever day the generated one said, and says of the
+        # records it refers to what the episode was shown of them (a ticket's event)
+        record = stamped(record, resource.record, world.now)
+        record = refer(record, fields, kind_of(resource.name), shown or {},
+                       set(arguments)) or record
         return (str(key), record) if is_valid(record, resource.record) else None
 
     @staticmethod
-    def _new_key(resource: Resource, stored: Mapping[str, Any], made: Any) -> Any:
-        """A key not taken, in the format of those there (``TSK-8686`` after ``TSK-8685``),
-        else the one the offline model made for the record."""
+    def _new_key(resource: Resource, stored: Mapping[str, Any], made: Any, salt: Any) -> Any:
+        """A key not taken, in the format of those there (``TSK-4821`` beside ``TSK-8685``:
+        digits drawn from ``salt``, the world and the call, so no other task tells it), else
+        the one the offline model made for the record."""
         schema = (resource.record.get("properties") or {}).get(resource.key) or {}
         keys = [r.get(resource.key) for r in stored.values() if isinstance(r, dict)]
         if schema.get("type") == "integer":
-            return max([k for k in keys if isinstance(k, int)] or [0]) + 1
+            top = max([k for k in keys if isinstance(k, int)] or [0])
+            return top + random.Random(_seed_of(salt, len(keys))).randint(1, 97)
         shapes = {(m.group(1), len(m.group(2))) for k in keys
                   if isinstance(k, str) and (m := _NUMBERED.match(k))}
         candidates = []
         if len(shapes) == 1 and len(keys) == len(stored):
             prefix, width = next(iter(shapes))
-            candidates.append(next_id(prefix, [str(k) for k in keys], width))
+            candidates.append(next_id(prefix, {str(k) for k in keys}, width, salt=salt))
         candidates.append(made)
         for key in candidates:
             if isinstance(key, str) and key and key not in stored and is_valid(key, schema):
@@ -310,7 +324,8 @@ class StatefulResources:
         answer = self._store.answer(self, spec, arguments)  # type: ignore[arg-type]
         if answer is None:
             return super()._simulated(spec, arguments)  # type: ignore[misc]
-        return ok(answer.data)
+        # the records are the truth: what they show is remembered, other answers agree
+        return ok(recall(self, spec, arguments, answer, trust=True).data)  # type: ignore[arg-type]
 
 
 def stateful_tools(service: type[Service] | Service) -> frozenset[str]:

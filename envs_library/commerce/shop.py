@@ -129,7 +129,8 @@ class Shop(Service):
             raise ToolError(409, f"Only {product.stock} of {product.name!r} in stock, "
                                  f"cannot order {quantity}")
         u = self.world.user
-        oid = next_id("ORD-", self.state.orders)
+        oid = next_id("ORD-", self.state.orders, salt=(self.world.seed, self.name, product_id,
+                                                         quantity))
         order = Order(
             id=oid, customer_email=u.email, product_id=product.id, product_name=product.name,
             quantity=quantity, total=round(product.price * quantity, 2), currency=product.currency,

@@ -128,7 +128,8 @@ class Bank(Service):
         if account.balance < amount:
             raise ToolError(409, f"Insufficient funds: {account_id} holds {account.balance:.2f} "
                                  f"{account.currency}, the transfer needs {amount:.2f}")
-        tx = Transaction(id=next_id("TX-", self.state.transactions), account_id=account_id,
+        tx = Transaction(id=next_id("TX-", self.state.transactions, salt=(
+                             self.world.seed, self.name, account_id, amount)), account_id=account_id,
                          counterparty=recipient_name or recipient_email,
                          counterparty_email=recipient_email,
                          amount=-amount, currency=account.currency, date=self.world.date(0),

@@ -127,7 +127,8 @@ class Calendar(Service):
             attendees: Email addresses of the people invited.
         """
         _start(start)
-        event = Event(id=next_id("EV-", self.state.events), title=title, start=start,
+        event = Event(id=next_id("EV-", self.state.events,
+                                       salt=(self.world.seed, self.name, title, start)), title=title, start=start,
                       duration_minutes=duration_minutes, location=location,
                       attendees=list(dict.fromkeys(attendees)))
         self._check_free(event)

@@ -87,7 +87,7 @@ class Contacts(Service):
         """Add a new contact to the address book."""
         if any(c.email.lower() == email.lower() for c in self.state.contacts.values()):
             raise ToolError(409, f"A contact with email {email!r} already exists")
-        cid = next_id("C-", self.state.contacts)
+        cid = next_id("C-", self.state.contacts, salt=(self.world.seed, self.name, email))
         person = self.world.person(name)
         contact = Contact(
             id=cid, name=name, email=email, phone=phone, company=company, title=title, city=city,

@@ -132,7 +132,8 @@ class Email(Service):
     def send_email(self, to: Annotated[EmailAddress, Role("recipient")], subject: EmailSubject,
                    body: Text) -> EmailMessage:
         """Send a new email from the user's address."""
-        msg = EmailMessage(id=next_id("M-", self.state.messages), sender=self.world.user.email,
+        msg = EmailMessage(id=next_id("M-", self.state.messages, salt=(
+                               self.world.seed, self.name, to, subject)), sender=self.world.user.email,
                            to=[to], subject=subject, body=body, sent_at=self.world.at(0, 9),
                            folder="sent", read=True)
         self.state.messages[msg.id] = msg
@@ -146,7 +147,8 @@ class Email(Service):
         to = original.to if original.sender == me else [original.sender]
         subject = original.subject if original.subject.startswith("Re: ") else \
             f"Re: {original.subject}"
-        msg = EmailMessage(id=next_id("M-", self.state.messages), sender=me, to=list(to),
+        msg = EmailMessage(id=next_id("M-", self.state.messages, salt=(
+                               self.world.seed, self.name, message_id, body)), sender=me, to=list(to),
                            subject=subject[:200], body=body, sent_at=self.world.at(0, 9),
                            folder="sent", read=True)
         self.state.messages[msg.id] = msg

@@ -109,7 +109,8 @@ class Hotels(Service):
                                  f"{self.world.today.isoformat()}")
         if hotel.rooms_left < 1:
             raise ToolError(409, f"{hotel.name} has no free rooms")
-        rid = next_id("R-", self.state.reservations)
+        rid = next_id("R-", self.state.reservations, salt=(self.world.seed, self.name,
+                                                            hotel_id, check_in))
         reservation = HotelReservation(
             id=rid, hotel_id=hotel.id, hotel_name=hotel.name, city=hotel.city, guest=guest,
             guest_email=guest_email, check_in=arrival.isoformat(), nights=nights,

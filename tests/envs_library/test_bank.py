@@ -98,7 +98,9 @@ def test_transfer_debits_the_account_and_records_a_transaction(bank):
     tx = call_ok(bank, "transfer", account_id=checking, recipient_email="ada@example.com",
                  recipient_name="Ada Lovelace", amount=12.5, memo="Books")
     assert tx["amount"] == -12.5 and tx["date"] == bank.world.date(0) and tx["memo"] == "Books"
-    assert tx["id"] == f"TX-{len(bank.state.transactions):04d}"
+    # a new id in the bank's format, drawn (not the next number: no other task tells it)
+    assert re.fullmatch(r"TX-\d{4}", tx["id"]) and tx["id"] in bank.state.transactions
+    assert tx["id"] != f"TX-{len(bank.state.transactions):04d}"
     assert bank.state.transactions[tx["id"]].counterparty_email == "ada@example.com"
     assert bank.state.accounts[checking].balance == round(before - 12.5, 2)
     assert call_ok(bank, "transactions_with", counterparty_email="ada@example.com")[0] == tx

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from compoenv import World
@@ -113,7 +115,9 @@ def test_book_hotel_reserves_a_room(hotels: Hotels) -> None:
     hotel = open_hotel(hotels)
     rooms, before = hotel.rooms_left, hotels.state.digest()
     reservation = call_ok(hotels, "book_hotel", **stay(hotels, hotel.id))
-    assert reservation["id"] == f"R-{len(hotels.state.reservations):04d}"
+    # a new id in the service's format, drawn (not the next number: no other task tells it)
+    assert re.fullmatch(r"R-\d{4}", reservation["id"]) and reservation["id"] in hotels.state.reservations
+    assert reservation["id"] != f"R-{len(hotels.state.reservations):04d}"
     assert reservation["total"] == hotel.nightly_rate * 3
     assert reservation["city"] == hotel.city and reservation["status"] == "confirmed"
     assert hotels.state.hotels[hotel.id].rooms_left == rooms - 1

@@ -123,7 +123,9 @@ def test_place_order_ships_to_the_user_and_takes_stock(shop: Shop) -> None:
     product = in_stock(shop)
     stock, before = product.stock, shop.state.digest()
     order = call_ok(shop, "place_order", product_id=product.id, quantity=1)
-    assert order["id"] == f"ORD-{len(shop.state.orders):04d}"
+    # a new id in the service's format, drawn (not the next number: no other task tells it)
+    assert re.fullmatch(r"ORD-\d{4}", order["id"]) and order["id"] in shop.state.orders
+    assert order["id"] != f"ORD-{len(shop.state.orders):04d}"
     assert order["status"] == "placed" and order["placed"] == shop.world.date(0)
     assert order["total"] == product.price and order["product_name"] == product.name
     assert order["customer_email"] == shop.world.user.email
