@@ -26,6 +26,7 @@ import itertools
 import math
 import re
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
@@ -389,8 +390,9 @@ def worked_values(calls: Iterable[Any], is_write: Callable[[str], bool],
                   world: World | None = None) -> dict[str, frozenset[str]]:
     """Values of each kind the episode's own work accounts for, canonical as
     ``read_mentions`` writes them: every whole value a successful write was given or answered
-    (the id of a record it created, a quantity, a date) and every count a successful call
-    answered (how many items a list held, a field named like a count). An honest report
+    (the id of a record it created, a quantity, a date), every count a successful call
+    answered (how many items a list held, a field named like a count), and how many calls,
+    successful calls, writes and calls of each tool the episode made. An honest report
     mentions them beside the answer ("I created R-4821 for 4 people; 3 invoices are open").
 
     Args:
@@ -413,10 +415,14 @@ def worked_values(calls: Iterable[Any], is_write: Callable[[str], bool],
             if kind == "datetime":
                 found.setdefault("date", set()).add(text[:10])
 
-    for call in calls:
-        result = call.result if isinstance(call.result, Mapping) else {}
-        if not result.get("success", False):
-            continue
+    calls = list(calls)
+    done = [c for c in calls if isinstance(c.result, Mapping) and c.result.get("success", False)]
+    writes = [c for c in done if isinstance(c.name, str) and is_write(c.name)]
+    # how much work the episode did: "I made 12 calls, 5 of them changes, 3 emails sent"
+    tallies = [len(calls), len(done), len(writes), *Counter(c.name for c in done).values()]
+    found.setdefault("integer", set()).update(_number_key(n) for n in tallies)
+    for call in done:
+        result = call.result
         data = result.get("data")
         for count in _counts(data):
             found.setdefault("integer", set()).add(_number_key(count))
