@@ -148,8 +148,8 @@ def tiny_lm_path(vocab_size: int = 300, seed: int = 0, chat_template: str = "pla
 
 
 def imitate(model: Any, tokenizer: Any, conversations: Sequence[list[dict[str, Any]]],
-            reply: dict[str, Any], tools: Sequence[Any] | None = None, steps: int = 40,
-            lr: float = 1e-2) -> list[float]:
+            reply: dict[str, Any] | Sequence[dict[str, Any]], tools: Sequence[Any] | None = None,
+            steps: int = 40, lr: float = 1e-2) -> list[float]:
     """Teach ``model`` to answer every conversation with ``reply``: next-token loss on the
     reply's tokens as the chat template renders them after the conversation (a quick warm
     start for a tiny model, e.g. to make its first tool call before RL).
@@ -158,7 +158,8 @@ def imitate(model: Any, tokenizer: Any, conversations: Sequence[list[dict[str, A
         model: A causal LM (trained in place).
         tokenizer: Its tokenizer, with a chat template.
         conversations: Message lists the reply should follow.
-        reply: The assistant message to learn.
+        reply: The assistant message to learn, or one per conversation (e.g. each task's
+            first oracle call).
         tools: Tools for the chat template (schemas or functions).
         steps: Optimiser steps, cycling through the conversations.
         lr: AdamW learning rate.
@@ -170,11 +171,14 @@ def imitate(model: Any, tokenizer: Any, conversations: Sequence[list[dict[str, A
 
     if not conversations:
         raise ValueError("imitate needs at least one conversation")
+    replies = [reply] * len(conversations) if isinstance(reply, dict) else list(reply)
+    if len(replies) != len(conversations):
+        raise ValueError(f"{len(replies)} replies for {len(conversations)} conversations")
     examples = []
-    for messages in conversations:
+    for messages, answer in zip(conversations, replies):
         prompt = tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True,
                                                tokenize=True, return_dict=False)
-        full = tokenizer.apply_chat_template([*messages, reply], tools=tools, tokenize=True,
+        full = tokenizer.apply_chat_template([*messages, answer], tools=tools, tokenize=True,
                                              return_dict=False)
         if full[:len(prompt)] != prompt:
             raise ValueError("the chat template renders the conversation differently once the "
