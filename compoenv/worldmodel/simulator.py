@@ -260,6 +260,13 @@ class Simulator:
         # the seed leaves the state out: what a read finds besides stored records is the same
         # before and after a write, so earlier answers stay true
         stable = key.rsplit("|", 1)[0]
+        if not spec.read_only:
+            # what a write invents (a new record's other fields) follows what it must be told,
+            # not the optional arguments a caller may spell out at their defaults or at the
+            # values the record holds anyway
+            required = spec.parameters.get("required", ())
+            stable = request_key(spec, {k: v for k, v in arguments.items() if k in required},
+                                 "").rsplit("|", 1)[0]
         seed = int.from_bytes(hashlib.blake2b(f"{service.world.seed}|{stable}".encode(),
                                               digest_size=8).digest(), "big")
         request = ToolRequest(spec, arguments, service.world, records, seed)

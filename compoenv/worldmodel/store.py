@@ -223,8 +223,12 @@ class ResourceStore:
         """(key, record) of a new record: the offline model's record for these arguments,
         under the key given or a new one in the format of those there; ``shown``: what the
         episode was shown of the service's records (``SimState.shown``)."""
-        made = _OFFLINE.answer(ToolRequest(spec, arguments, world, {},
-                                           _seed_of(world.seed, spec.name, arguments))).data
+        # what it invents follows what the create must be told, not the optional arguments a
+        # caller may spell out (at their defaults, or at values the record holds anyway)
+        required = spec.parameters.get("required", ())
+        told = {k: v for k, v in arguments.items() if k in required}
+        made = _OFFLINE.answer(ToolRequest(spec, told, world, {},
+                                           _seed_of(world.seed, spec.name, told))).data
         if not isinstance(made, dict):
             return None
         fields = resource.record.get("properties") or {}
