@@ -89,7 +89,7 @@ class _Rate:
     """Episodes, passes and the score sum of a group of episodes, and each task's episodes
     and passes (for the group's interval)."""
 
-    __slots__ = ("episodes", "passes", "score", "tasks")
+    __slots__ = ("episodes", "passes", "rubric_score", "tasks")
 
     def __init__(self) -> None:
         self.episodes, self.passes, self.rubric_score = 0, 0, 0.0
