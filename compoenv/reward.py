@@ -530,7 +530,8 @@ def score_task(task: Task, outcome: Outcome) -> RubricResult:
 def completion_focused(passes: Sequence[Sequence[bool | float]],
                        weights: Sequence[float] | None = None,
                        required: Sequence[bool] | None = None,
-                       alpha: float = 1.0, eps: float = 0.05, lam: float = 0.5) -> list[float]:
+                       alpha: float = 1.0, eps: float = 0.05, lam: float = 0.5,
+                       kinds: Sequence[str] | None = None) -> list[float]:
     """Completion-focused rubric reward over a rollout group of one task.
 
     With pass matrix ``P[G, K]`` (rollout i, criterion k) and base weights ``w0``:
@@ -549,6 +550,9 @@ def completion_focused(passes: Sequence[Sequence[bool | float]],
         alpha: Sharpness of the rarity re-weighting (0 disables it).
         eps: Floor that keeps all-pass criteria from vanishing entirely.
         lam: Share of the reward given by full completion.
+        kinds: Each criterion's kind. With them, guards (``unchanged``) are gates, as in the
+            rubric score: they add no reward, a required one that failed gives the rollout 0,
+            and passing them alone is no work.
 
     Returns:
         One reward per rollout, in [0, 1].
@@ -572,16 +576,22 @@ def completion_focused(passes: Sequence[Sequence[bool | float]],
         raise ValueError(f"weights and required need {k} entries")
     if k == 0:
         return [lam * 1.0 for _ in rows]
+    if kinds is not None and len(kinds) != k:
+        raise ValueError(f"kinds needs {k} entries")
+    guard = [kinds is not None and kinds[j] in GUARDS for j in range(k)]
     g = len(rows)
     rate = [sum(row[j] for row in rows) / g for j in range(k)]
-    raw = [max(base[j], 0.0) * (1.0 - rate[j] + eps) ** alpha for j in range(k)]
+    raw = [0.0 if guard[j] else max(base[j], 0.0) * (1.0 - rate[j] + eps) ** alpha
+           for j in range(k)]
     total = sum(raw)
     w = [x / total for x in raw] if total > 0 else [1.0 / k] * k
     out = []
-    gate = any(need)
+    work = [need[j] and not guard[j] for j in range(k)]
+    gate = any(work)
     for row in rows:
-        if gate and not any(row[j] for j in range(k) if need[j]):
-            out.append(0.0)
+        if (gate and not any(row[j] for j in range(k) if work[j])) or any(
+                guard[j] and need[j] and not row[j] for j in range(k)):
+            out.append(0.0)  # no work, or collateral damage: the group's lowest reward
             continue
         partial = sum(w[j] * row[j] for j in range(k))
         complete = float(all(row[j] for j in range(k) if need[j]))

@@ -49,7 +49,8 @@ def main() -> None:
         passes = [[c["passed"] for c in t["meta"]["rubric"]] for t in group]
         weights = [c.weight for c in task.rubric]
         required = [c.required for c in task.rubric]
-        rewards = completion_focused(passes, weights, required)
+        rewards = completion_focused(passes, weights, required,
+                                     kinds=[c.kind for c in task.rubric])
         print(f"task {task.id} ({', '.join(task.services)}, {task.hops} hops)")
         for t, r in zip(group, rewards):
             meta = t["meta"]

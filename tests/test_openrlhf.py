@@ -112,7 +112,8 @@ def test_group_of_multi_turn_episodes_gets_the_completion_focused_reward(lm, tas
     infos = [replay(task, a)[1] for a in actions]
     passes = [[c["passed"] for c in info["rubric"]] for info in infos]
     expected = completion_focused(passes, [c.weight for c in task.rubric],
-                                  [c.required for c in task.rubric])
+                                  [c.required for c in task.rubric],
+                                  kinds=[c.kind for c in task.rubric])
     assert len(set(expected)) >= 2, "the scripts should give the group different outcomes"
     for response, reward, info in zip(responses, expected, infos):
         assert response["reward"] == pytest.approx(reward)
@@ -192,7 +193,8 @@ def test_concurrent_prompts_form_separate_groups_and_a_group_of_one_works(lm, ta
         passes = [[c["passed"] for c in replay(task, actions_of(r, tokenizer))[1]["rubric"]]
                   for r in group]
         expected = completion_focused(passes, [c.weight for c in task.rubric],
-                                      [c.required for c in task.rubric])
+                                      [c.required for c in task.rubric],
+                                  kinds=[c.kind for c in task.rubric])
         assert [r["reward"] for r in group] == pytest.approx(expected)
         assert [r["extra_logs"]["group_size"] for r in group] == [2, 2]
 
@@ -201,7 +203,8 @@ def test_concurrent_prompts_form_separate_groups_and_a_group_of_one_works(lm, ta
     info = replay(tasks[0], actions_of(single, tokenizer))[1]
     expected = completion_focused([[c["passed"] for c in info["rubric"]]],
                                   [c.weight for c in tasks[0].rubric],
-                                  [c.required for c in tasks[0].rubric])
+                                  [c.required for c in tasks[0].rubric],
+                                  kinds=[c.kind for c in tasks[0].rubric])
     assert single["extra_logs"]["group_size"] == 1
     assert single["reward"] == pytest.approx(expected[0])
 

@@ -212,3 +212,14 @@ def test_guards_alone_earn_nothing_in_a_group():
     # criterion 0 is the work, 1 and 2 are guards: passing only guards is worth nothing
     r = completion_focused([[0, 1, 1], [1, 0, 0], [1, 1, 1]], required=[True, False, False])
     assert r[0] == 0.0 < r[1] < r[2] == 1.0
+
+
+def test_guards_are_gates_of_the_group_reward_too():
+    """With kinds, a guard adds no reward, passing guards alone is no work, and a failed
+    required guard gives the rollout the group's lowest reward, as in the rubric score."""
+    kinds = ["state", "answer", "unchanged"]
+    passes = [[1, 1, 1], [1, 1, 0], [0, 0, 1], [1, 0, 1]]
+    r = completion_focused(passes, [1.0, 1.0, 0.5], [True, True, True], kinds=kinds)
+    assert r[0] == max(r) and r[1] == 0.0 and r[2] == 0.0 and 0 < r[3] < r[0]
+    with pytest.raises(ValueError):
+        completion_focused(passes, kinds=["state"])

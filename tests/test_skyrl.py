@@ -240,7 +240,8 @@ def test_the_generator_hook_gives_each_group_the_completion_focused_reward(tasks
         members = [i for i, (h, _) in enumerate(order) if h == g]
         expected = completion_focused(
             [_expected_passes(task, SCRIPTS[order[i][1]](task)) for i in members],
-            weights=[c.weight for c in task.rubric], required=[c.required for c in task.rubric])
+            weights=[c.weight for c in task.rubric], required=[c.required for c in task.rubric],
+                                  kinds=[c.kind for c in task.rubric])
         got = [output["rewards"][i] for i in members]
         assert [r[:2] for r in got] == [[0.0, 0.0]] * 4  # still at the last token
         assert [r[2] for r in got] == pytest.approx(expected)

@@ -149,7 +149,8 @@ def test_completion_focused_reward_groups_rollouts_by_task(write_task, answer_ta
     for task, members in ((write_task, [0, 2, 4]), (answer_task, [1, 3])):
         passes = [[c["passed"] for c in envs[i].trajectory["meta"]["rubric"]] for i in members]
         expected = completion_focused(passes, [c.weight for c in task.rubric],
-                                      [c.required for c in task.rubric])
+                                      [c.required for c in task.rubric],
+                                  kinds=[c.kind for c in task.rubric])
         assert [rewards[i] for i in members] == pytest.approx(expected)
         assert rewards[members[0]] == max(rewards[i] for i in members)
     assert logged["compoenv/pass_rate"] == pytest.approx(2 / 5)
@@ -224,7 +225,8 @@ def test_grpo_trainer_runs_two_steps_calling_our_tools(write_task, answer_task, 
         rubric = members[0]._task.rubric
         expected += completion_focused(
             [[c["passed"] for c in e.trajectory["meta"]["rubric"]] for e in members],
-            [c.weight for c in rubric], [c.required for c in rubric])
+            [c.weight for c in rubric], [c.required for c in rubric],
+            kinds=[c.kind for c in rubric])
     last = logs[-1]
     assert last["rewards/completion_focused_reward/mean"] == pytest.approx(
         sum(expected) / len(expected))

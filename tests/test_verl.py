@@ -266,7 +266,8 @@ def test_rollouts_of_one_prompt_share_the_completion_focused_reward(model_path, 
     passes = [o.extra_fields["passes"] for o in outs]
     assert len({tuple(p) for p in passes}) >= 3  # different outcomes
     expected = completion_focused(passes, [c.weight for c in task.rubric],
-                                  [c.required for c in task.rubric])
+                                  [c.required for c in task.rubric],
+                                  kinds=[c.kind for c in task.rubric])
     assert [o.reward_score for o in outs] == pytest.approx(expected)
     stats = [o.extra_fields["reward_extra_info"] for o in outs]
     assert {(s["group_size"], s["group_fallback"]) for s in stats} == {(4.0, 0.0)}

@@ -52,7 +52,8 @@ class GroupReward:
         """One reward per attempt, from each attempt's pass vector (in rubric order)."""
         return completion_focused(passes, [c.weight for c in task.rubric],
                                   [c.required for c in task.rubric],
-                                  alpha=self.alpha, eps=self.eps, lam=self.lam)
+                                  alpha=self.alpha, eps=self.eps, lam=self.lam,
+                                  kinds=[c.kind for c in task.rubric])
 
     def of_records(self, task: Task, records: Sequence[Mapping[str, Any]]) -> list[float]:
         """One reward per trajectory record of ``task``."""

@@ -27,6 +27,7 @@ class EpisodeOutcome:
     passes: tuple[bool, ...] = ()
     weights: tuple[float, ...] = ()
     required: tuple[bool, ...] = ()
+    kinds: tuple[str, ...] = ()
     rubric_score: float = 0.0
     passed: bool = False  # every required criterion passed
     net_score: float = 0.0
@@ -100,7 +101,7 @@ class Group:
             first, settings = next(iter(valid.values())), self.settings
             self.rewards.update(zip(valid, completion_focused(
                 [o.passes for o in valid.values()], first.weights, first.required,
-                settings.alpha, settings.eps, settings.lam)))
+                settings.alpha, settings.eps, settings.lam, kinds=first.kinds or None)))
         self.event.set()
 
     async def reward(self, slot: int, outcome: EpisodeOutcome) -> tuple[float, float]:

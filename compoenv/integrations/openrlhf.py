@@ -208,6 +208,7 @@ class AgentInstance(AgentInstanceBase):
                 passes=tuple(bool(c["passed"]) for c in info["rubric"]),
                 weights=tuple(float(c["weight"]) for c in info["rubric"]),
                 required=tuple(bool(c["required"]) for c in info["rubric"]),
+                kinds=tuple(str(c["kind"]) for c in info["rubric"]),
                 rubric_score=float(info["rubric_score"]), passed=bool(info["passed"]),
                 net_score=float(info["net_score"]))
             return ""

@@ -288,7 +288,7 @@ def apply_group_reward(output: Mapping[str, Any], trajectory_ids: Sequence[Any] 
         first = metrics[members[0]]
         values = completion_focused([metrics[i]["passes"] for i in members],
                                     weights=first["weights"], required=first["required"],
-                                    alpha=alpha, eps=eps, lam=lam)
+                                    alpha=alpha, eps=eps, lam=lam, kinds=first.get("kinds"))
         for i, value in zip(members, values, strict=True):
             value = 0.0 if zero_on_non_stop and stops[i] != "stop" else value
             rewards[i] = _placed(rewards[i], value, masks[i])

@@ -283,7 +283,8 @@ def make_completion_focused_reward(alpha: float = 1.0, eps: float = 0.05, lam: f
             values = completion_focused([results[i].passes for i in members],
                                         weights=[c.weight for c in first],
                                         required=[c.required for c in first],
-                                        alpha=alpha, eps=eps, lam=lam)
+                                        alpha=alpha, eps=eps, lam=lam,
+                                        kinds=[c.kind for c in first])
             for i, value in zip(members, values, strict=True):
                 rewards[i] = value
         return rewards

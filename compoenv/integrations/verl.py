@@ -242,6 +242,7 @@ class CompoWorldAgentLoop(AgentLoopBase):
                 passes=tuple(bool(p) for p in extra_fields["passes"]),
                 weights=tuple(c.weight for c in task.rubric),
                 required=tuple(c.required for c in task.rubric),
+                kinds=tuple(c.kind for c in task.rubric),
                 rubric_score=float(meta["rubric_score"]), passed=meta["score"] == 1.0,
                 net_score=float(meta["net_score"]))
             reward, fallback = await group.reward(slot, outcome)

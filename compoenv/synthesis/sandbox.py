@@ -249,7 +249,10 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
 
 
 def _killed(returncode: int | None, limits: Limits) -> list[str]:
-    if returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+    # killed by the CPU limit or the kernel: as a signal, or (behind bubblewrap, whose init
+    # reports its child's death) as the shell's 128 + the signal's number
+    if returncode in (-signal.SIGXCPU, -signal.SIGKILL, 128 + signal.SIGXCPU,
+                      128 + signal.SIGKILL):
         return [f"contained: ran past the CPU time limit of "
                 f"{limits.cpu_s or round(limits.timeout_s)} s"]
     return []

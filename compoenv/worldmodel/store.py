@@ -223,15 +223,17 @@ class ResourceStore:
         """(key, record) of a new record: the offline model's record for these arguments,
         under the key given or a new one in the format of those there; ``shown``: what the
         episode was shown of the service's records (``SimState.shown``)."""
-        # what it invents follows what the create must be told, not the optional arguments a
-        # caller may spell out (at their defaults, or at values the record holds anyway)
+        # what it invents follows what the create must be told, not the optional fields a
+        # caller may spell out (at their defaults, or at values the record holds anyway): those
+        # are laid over the record; an optional argument that is no field (a pickup day) still
+        # shapes it
+        fields = resource.record.get("properties") or {}
         required = spec.parameters.get("required", ())
-        told = {k: v for k, v in arguments.items() if k in required}
+        told = {k: v for k, v in arguments.items() if k in required or k not in fields}
         made = _OFFLINE.answer(ToolRequest(spec, told, world, {},
                                            _seed_of(world.seed, spec.name, told))).data
         if not isinstance(made, dict):
             return None
-        fields = resource.record.get("properties") or {}
         record = {**made, **{k: v for k, v in arguments.items() if k in fields}}
         given = arguments.get(resource.key)
         if given is not None:

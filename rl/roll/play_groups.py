@@ -60,7 +60,8 @@ def main(argv: list[str] | None = None) -> None:
         task = task_of[infos[members[0]]["task_id"]]
         passes = [ended[i]["passes"] for i in members]
         group = completion_focused(passes, [c.weight for c in task.rubric],
-                                   [c.required for c in task.rubric])
+                                   [c.required for c in task.rubric],
+                                   kinds=[c.kind for c in task.rubric])
         print(f"group {g}: seed {seeds[members[0]]}, task {task.id} ({task.hops} hops)")
         for i, value in zip(members, group):
             print(f"  rollout {i % args.group_size}: calls {len(scripts[i]) - 1}/{task.hops}  "
