@@ -357,8 +357,8 @@ def _check_acts_on(c: UnchangedCriterion, out: Outcome) -> tuple[bool, str]:
 
 
 def _check_unchanged(c: UnchangedCriterion, out: Outcome) -> tuple[bool, str]:
-    if c.service not in out.mounted:
-        return True, ""  # a service the episode did not mount was not written to
+    if c.service not in out.mounted or not out.session.used(c.service):
+        return True, ""  # a service the episode did not mount, or never called, is unchanged
     if c.keys:
         return _check_keys(c, out)
     if c.acts_on is not None:

@@ -154,6 +154,11 @@ class Session:
     def classes(self) -> dict[str, type[Service]]:
         return self._classes
 
+    def used(self, name: str) -> bool:
+        """Whether the mounted service ``name`` has been used (seeded) in this session: one
+        that was not cannot have changed."""
+        return name in self._live
+
     def service(self, name: str) -> Service:
         """The live instance of a mounted service (seeded on first use)."""
         live = self._live.get(name)
