@@ -129,6 +129,16 @@ def _error(exc: EpisodeError) -> Response:
     return _json(json.dumps({"detail": str(exc)}), exc.status, headers)
 
 
+async def _parsed(request: Request, model: Any) -> Any:
+    """The request's body as ``model``, or the 422 response that says why it is not one."""
+    try:
+        return model.model_validate(await _body(request))
+    except _BadJSON as exc:
+        return _invalid([{"type": "json_invalid", "msg": f"JSON decode error: {exc}"}])
+    except ValidationError as exc:
+        return _invalid(exc.errors(include_url=False))
+
+
 def _invalid(errors: list[Any]) -> Response:
     return _json(json.dumps({"detail": errors}, default=str), 422)
 
@@ -173,12 +183,9 @@ def _routes(app: FastAPI, service: EpisodeService) -> None:
 
     @app.post("/reset")
     async def reset(request: Request) -> Response:
-        try:
-            body = ResetRequest.model_validate(await _body(request))
-        except _BadJSON as exc:
-            return _invalid([{"type": "json_invalid", "msg": f"JSON decode error: {exc}"}])
-        except ValidationError as exc:
-            return _invalid(exc.errors(include_url=False))
+        body = await _parsed(request, ResetRequest)
+        if isinstance(body, Response):
+            return body
         options = body.model_dump(exclude_unset=True)
         try:
             slot = store.admit(_client(request.scope), "http")
@@ -195,12 +202,9 @@ def _routes(app: FastAPI, service: EpisodeService) -> None:
 
     @app.post("/step")
     async def step(request: Request) -> Response:
-        try:
-            body = StepRequest.model_validate(await _body(request))
-        except _BadJSON as exc:
-            return _invalid([{"type": "json_invalid", "msg": f"JSON decode error: {exc}"}])
-        except ValidationError as exc:
-            return _invalid(exc.errors(include_url=False))
+        body = await _parsed(request, StepRequest)
+        if isinstance(body, Response):
+            return body
         try:
             action = CompoenvAction.model_validate(body.action)
         except ValidationError as exc:
