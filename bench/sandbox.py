@@ -277,9 +277,14 @@ def sandbox_processes() -> int:
 
 
 def _python_path_roots() -> set[str]:
-    """The names under /root the sandbox may show: the start of the path to Python."""
-    parts = Path(sys.prefix).parts
-    return {parts[2]} if len(parts) > 2 and parts[1] == "root" else set()
+    """The names under /root the sandbox may show: the start of the paths to Python (the
+    interpreter's own prefix and, from a virtualenv, the base installation it was made from)."""
+    roots = set()
+    for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix):
+        parts = Path(prefix).parts
+        if len(parts) > 2 and parts[1] == "root":
+            roots.add(parts[2])
+    return roots
 
 
 def _judge(name: str, saw: dict[str, Any], marker: Path, repo: Path, connected: bool,
