@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from compoenv.service import did_you_mean
 
-__all__ = ["Stage", "Scenario", "ScenarioRegistry", "ScenarioError", "RULE_KINDS",
+__all__ = ["Pick", "Stage", "Scenario", "ScenarioRegistry", "ScenarioError", "RULE_KINDS",
            "register_scenario", "resolve", "ENTRY_POINT_GROUP"]
 
 ENTRY_POINT_GROUP = "compoenv.scenarios"
@@ -73,6 +73,23 @@ def resolve(names: str | Iterable[str], services: Iterable[str] | None = None,
     return tuple(pool.get(n.strip()).name for n in names if n.strip())
 
 
+class Pick(_Model):
+    """Why a ``take="pick"`` stage takes the item it takes, as a business criterion.
+
+    Attributes:
+        field: The item's field the criterion orders by (a top-level field of each listed
+            item, such as ``nightly_rate``).
+        order: ``min`` or ``max``: which end of that order the job takes.
+        says: How the request says it, a noun phrase that names the item's kind ("the
+            cheapest hotel", "the most overdue invoice", "the candidate who asked for the
+            least"); words a list's own qualifiers follow ("the cheapest hotel in Athens").
+    """
+
+    field: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    order: Literal["min", "max"]
+    says: str = Field(min_length=5, max_length=80, pattern=r"^the [^_{}]+$")
+
+
 class Stage(_Model):
     """One step of the job.
 
@@ -89,6 +106,15 @@ class Stage(_Model):
         items: For a list stage: the fewest and most items it must find.
         args: Values the request states for some parameters of the stage's call (the title
             and text of the note that records the job); the rest are found or stated as usual.
+            A goal-level request asks for a message or document by what it is about, so its
+            free wording (a subject, a body) is the agent's: only ``steps`` requests dictate it.
+        by: For a ``pick`` stage: the business criteria it may take the item by (a seed uses
+            the first that names exactly one item of the list it found); without them a pick
+            orders by a field whose meaning is plain (a price, a due date, see
+            ``compoenv.compose.choices``).
+        about: For a stage that sends a message or writes a document: what it is about, in
+            the user's words ("their room and the team dinner"); the goal-level request asks
+            for it so ("email each of them about their room and the team dinner").
     """
 
     tools: list[str] = Field(min_length=1)
@@ -98,6 +124,8 @@ class Stage(_Model):
     fresh: bool = False
     items: tuple[int, int] = (2, 6)
     args: dict[str, str | int | float | bool] = {}
+    by: list[Pick] = Field(default_factory=list, max_length=6)
+    about: str | None = Field(None, min_length=3, max_length=120, pattern=r"^[^_{}]+$")
 
     @field_validator("items")
     @classmethod
@@ -152,6 +180,8 @@ class Scenario(_Model):
             if stage.each and stage.take != "one":
                 raise ValueError(f"stage {i}: an 'each' stage acts on one item (take='one')")
             listed = stage.take == "all" or (listed and stage.each)
+            if stage.by and stage.take != "pick":
+                raise ValueError(f"stage {i}: 'by' gives the criteria of a take='pick' stage")
         if stages[0].each:
             raise ValueError("the first stage cannot be an 'each' stage")
         return stages
@@ -171,12 +201,26 @@ class Scenario(_Model):
                     raise ScenarioError(f"scenario {self.name!r}, stage {i}: "
                                         + did_you_mean(tool, tools, "tool")
                                         + f" (tools must belong to {self.services})")
+            for pick in stage.by:
+                fields = {f for tool in stage.tools
+                          for f in _ordered_fields(registry.spec(tool))}  # type: ignore
+                if pick.field not in fields:
+                    raise ScenarioError(
+                        f"scenario {self.name!r}, stage {i}: cannot pick by {pick.field!r}; "
+                        + did_you_mean(pick.field, fields, "orderable item field"))
         from compoenv.roles import KIND_OF
 
         unknown = [r for r in self.roles if r not in KIND_OF]
         if unknown:
             raise ScenarioError(f"scenario {self.name!r}: unknown roles {unknown}; "
                                 f"see compoenv.roles.ROLES")
+
+
+def _ordered_fields(spec: object) -> list[str]:
+    """The top-level fields of a list tool's items that a pick may order by."""
+    from compoenv.compose.choices import orderable
+
+    return [slot.path[1] for slot in orderable(spec)]  # type: ignore[arg-type]
 
 
 def _read(path: Path) -> list[Scenario]:

@@ -14,7 +14,9 @@ import random
 import re
 from typing import Any, Callable
 
-from compoenv.compose.motifs import aggregate, fan_out, returns_list
+from compoenv.compose.choices import Choice, choose, orderable, plain
+from compoenv.compose.motifs import fan_out, returns_list
+from compoenv.compose.render import noun, phrase
 from compoenv.compose.records import (
     Binding, Rejected, Segment, Step, Value, effects, record_keys,
 )
@@ -228,10 +230,41 @@ def _run(walker: ScenarioWalker, stage: Stage, first: bool, listed: int | None) 
             if not isinstance(found, list) or not sizes[0] <= len(found) <= sizes[1]:
                 raise Rejected("small_list", tools=(steps[-1].spec.qualified_name,))
     if stage.take == "pick":
-        before = len(walker.available)
-        aggregate(walker, len(steps) - 1, report=False)
-        item = next((v.slot.path[0] for v in walker.available[before:]), "#0")
-        walker.picks.append((len(steps) - 1, int(item[1:])))
+        _pick(walker, stage, len(steps) - 1)
+
+
+def _pick(walker: ScenarioWalker, stage: Stage, index: int) -> None:
+    """Take the one item of step ``index``'s list that a business criterion names: the
+    stage's own (``Stage.by``), else a field whose meaning is plain (``choices.plain``).
+
+    Raises:
+        Rejected: ``tied_pick`` when every criterion leaves two items level (or nearly), so
+            the request would have two right answers; ``no_criterion`` when none applies.
+    """
+    step = walker.walk.steps[index]
+    kind = noun(step.spec)
+    slots = {s.path[1]: s for s in orderable(step.spec)}
+    if stage.by:
+        options = [Choice(slots[p.field], p.order, p.says) for p in stage.by
+                   if p.field in slots]
+    else:
+        options = [Choice(s, order, says) for s in slots.values() for order in ("min", "max")
+                   if (says := plain(s, order, kind, step.spec.returns)) is not None]
+    walker.rng.shuffle(options)
+    reason = "no_criterion"
+    for option in options:
+        item, why = choose(step.result, option.slot, option.order)
+        if item is None:
+            reason = "tied_pick" if why == "tied_pick" else reason
+            continue
+        walker.walk.segments[-1].text = (phrase(step.spec, walker.walk, step.bindings)
+                                         + f", and take {option.says}")
+        walker.adopt(index, item)
+        walker.walk.choices[index] = option.says
+        walker.walk.motifs.append("aggregation")
+        walker.picks.append((index, item))
+        return
+    raise Rejected(reason, tools=(step.spec.qualified_name,))
 
 
 def run_stages(walker: ScenarioWalker, stages: list[Stage],
