@@ -284,12 +284,21 @@ def _check_answer(c: AnswerCriterion, out: Outcome) -> tuple[bool, str]:
 
 def _call_matches(c: CallCriterion, record: CallRecord) -> bool:
     return (record.name == c.name and record.result.get("success", False)
-            and isinstance(record.arguments, Mapping) and same_value(c.arguments, record.arguments))
+            and isinstance(record.arguments, Mapping) and same_value(c.arguments, record.arguments)
+            and (not c.mentions or mentions(c.mentions, record.arguments)))
+
+
+def mentions(facts: Iterable[str], arguments: Mapping[str, Any]) -> bool:
+    """Whether the text arguments of a call (a subject and a body, together) carry every fact
+    as whole words, whatever the rest of the wording."""
+    text = normalize_text(" ".join(v for v in arguments.values() if isinstance(v, str)))
+    return all(normalize_text(fact) in text for fact in facts)
 
 
 def _check_call(c: CallCriterion, out: Outcome) -> tuple[bool, str]:
     hit = any(_call_matches(c, r) for r in out.session.log)
-    return hit, "" if hit else f"no successful call {c.name}({c.arguments})"
+    naming = f" naming {c.mentions}" if c.mentions else ""
+    return hit, "" if hit else f"no successful call {c.name}({c.arguments}){naming}"
 
 
 def _check_order(c: OrderCriterion, out: Outcome) -> tuple[bool, str]:

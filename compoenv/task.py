@@ -91,6 +91,10 @@ class CallCriterion(_Criterion):
     name: str
     arguments: dict[str, Any] = {}
     distinct: bool = False  # a call of its own: ``distinct`` criteria of a tool need one each
+    # facts the call's wording must carry (a message naming the hotel), in any of its text
+    # arguments, whatever the rest of the wording
+    mentions: list[Annotated[str, Field(min_length=1, max_length=MAX_VALUE_CHARS)]] = Field(
+        [], max_length=8)
 
 
 class UnchangedCriterion(_Criterion):
@@ -187,6 +191,9 @@ class Task(_Model):
     scenario: str | None = None
     difficulty: float | None = Field(None, ge=0, le=1)
     rules: list[HouseRule] = []
+    # how much of the plan the request gives away: "goal" (what to achieve, the facts and
+    # rules), "hints" (and a lookup or two), "steps" (every call in order, for curricula)
+    guidance: Literal["goal", "hints", "steps"] = "steps"
 
     @field_validator("instruction")
     @classmethod

@@ -279,11 +279,12 @@ def test_untagged_spec_ids_join_only_tools_of_their_own_service() -> None:
     assert all(e.target_service == "events_tickets" for e in edges)
 
 
-def _composer_for(scenario: dict[str, object]) -> Composer:
-    """A composer of hard tasks of this one scenario."""
+def _composer_for(scenario: dict[str, object], guidance: str = "steps") -> Composer:
+    """A composer of hard tasks of this one scenario, told at ``guidance``."""
     pool = ScenarioRegistry([Scenario.model_validate(scenario)])
     return Composer(config=ComposerConfig(scenarios=(str(scenario["name"]),),
-                                          difficulty=(("hard", 1.0),)), scenarios=pool)
+                                          difficulty=(("hard", 1.0),),
+                                          guidance=((guidance, 1.0),)), scenarios=pool)
 
 
 def test_per_item_stated_values_are_the_ones_the_request_shows() -> None:
@@ -305,6 +306,14 @@ def test_per_item_stated_values_are_the_ones_the_request_shows() -> None:
                                    for c in sends)
     assert '"Join us on Thursday"' in task.instruction
     assert "for each contact found" in task.instruction
+    # told as a goal: the same job, its wording the agent's and checked for no wording
+    goal = _composer_for(scenario, "goal").sample(0)
+    assert goal.guidance == "goal" and [c.name for c in goal.solution] == [
+        c.name for c in task.solution]
+    assert "We'd love to see you there" not in goal.instruction
+    assert "For each of my contacts who work at " in goal.instruction
+    assert "found" not in goal.instruction and "Then" not in goal.instruction
+    assert "We'd love to see you there" not in json.dumps([c.model_dump() for c in goal.rubric])
 
 
 def test_a_report_names_the_last_record_of_its_kind() -> None:
@@ -349,10 +358,12 @@ def test_the_env_composes_scenario_tasks_and_the_oracle_completes_them() -> None
         CompoWorldEnv(scenarios=["no_such_job"])
 
 
-def _built(scenario: str, seeds: int, hard: bool = False) -> Iterator[tuple[Task, Walk]]:
+def _built(scenario: str, seeds: int, hard: bool = False,
+           guidance: str = "steps") -> Iterator[tuple[Task, Walk]]:
     """The tasks (and walks) this scenario builds from the first ``seeds`` seeds."""
     mix = (("hard", 1.0),) if hard else ComposerConfig().difficulty
-    composer = Composer(config=ComposerConfig(scenarios=(scenario,), difficulty=mix))
+    composer = Composer(config=ComposerConfig(scenarios=(scenario,), difficulty=mix,
+                                              guidance=((guidance, 1.0),)))
     for seed in range(seeds):
         try:
             yield composer._build(seed)

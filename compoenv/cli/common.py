@@ -144,6 +144,11 @@ def composer_options(func: Callable[..., Any]) -> Callable[..., Any]:
                           "(scenario tasks; generate also holds the set to these shares)."),
         click.option("--max-calls", type=click.IntRange(min=2), default=40, show_default=True,
                      help="Scenario jobs only: most tool calls in a task."),
+        click.option("--guidance", default="goal", show_default=True, metavar="LEVEL",
+                     help="How much of the plan a scenario task's request gives: 'goal' (what "
+                          "to achieve, the facts, house rules and what to report), 'hints' "
+                          "(and a lookup or two), 'steps' (every call in order), or "
+                          "mix=goal=0.8,hints=0.1,steps=0.1. Free walks are told as steps."),
         world_model_option(),
     )):
         func = option(func)
@@ -175,6 +180,14 @@ def composer_config(**flags: Any) -> Any:
     mix = difficulty_mix(flags.pop("difficulty", None))
     if mix is not None:
         flags["difficulty"] = mix.levels()
+    guidance = flags.pop("guidance", None)
+    if guidance is not None:
+        from compoenv.compose.config import parse_guidance
+
+        try:
+            flags["guidance"] = parse_guidance(guidance)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="'--guidance'") from None
     known = {f.name for f in fields(ComposerConfig)}
     try:
         return ComposerConfig(**{k: v for k, v in flags.items() if k in known})

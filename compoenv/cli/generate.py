@@ -100,7 +100,8 @@ def _summary_table(summary: dict[str, Any]) -> Table:
     table.add_column("statistic", style="bold")
     table.add_column("counts")
     for key in ("calls", "long", "services", "rules", "rule_kinds", "decoys", "reports",
-                "difficulty", "scenarios", "capabilities", "domains", "service_usage"):
+                "difficulty", "guidance", "scenarios", "capabilities", "domains",
+                "service_usage"):
         table.add_row(key.replace("_", " "),
                       " · ".join(f"{k}: {v}" for k, v in summary.get(key, {}).items()) or "-")
     table.add_row("rejections", _rejections(summary) or "-")

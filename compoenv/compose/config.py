@@ -9,10 +9,39 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from compoenv.llm import EndpointConfig
 
-__all__ = ["ComposerConfig", "MOTIFS"]
+__all__ = ["ComposerConfig", "MOTIFS", "GUIDANCE", "parse_guidance"]
 
+GUIDANCE = ("goal", "hints", "steps")
 MOTIFS = ("sequential-dependency", "aggregation", "fan-out", "cross-service-constraint",
           "house-rules")
+
+
+def parse_guidance(text: str) -> tuple[tuple[str, float], ...]:
+    """Guidance shares from ``goal``, ``hints``, ``steps`` or ``mix=goal=0.8,hints=0.1,
+    steps=0.1`` (shares need not add up to 1).
+
+    Raises:
+        ValueError: an unknown level, a share that is no number or below 0, or all zero.
+    """
+    text = text.strip()
+    if text in GUIDANCE:
+        return ((text, 1.0),)
+    if not text.startswith("mix="):
+        raise ValueError(f"guidance must be one of {', '.join(GUIDANCE)} or mix=LEVEL=SHARE,...; "
+                         f"got {text!r}")
+    shares: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text[4:].split(","))):
+        name, _, value = part.partition("=")
+        if name.strip() not in GUIDANCE:
+            raise ValueError(f"unknown guidance level {name.strip()!r}; use {', '.join(GUIDANCE)}")
+        try:
+            shares[name.strip()] = float(value)
+        except ValueError:
+            raise ValueError(f"guidance share of {name.strip()!r} must be a number, got "
+                             f"{value!r}") from None
+    if not shares or any(v < 0 for v in shares.values()) or not any(shares.values()):
+        raise ValueError(f"guidance shares must be >= 0 and not all 0, got {text!r}")
+    return tuple((k, v) for k, v in shares.items() if v > 0)
 
 
 @dataclass(frozen=True)
@@ -36,6 +65,9 @@ class ComposerConfig:
         difficulty: Shares of easy, medium and hard jobs (scenario tasks): a seed draws its
             level, which sets how many stages, rules and values to report it gets.
         max_calls: Most tool calls in a scenario task's solution.
+        guidance: Shares of guidance levels of scenario tasks (``goal``: what to achieve, the
+            facts and house rules, no calls; ``hints``: and a lookup or two; ``steps``: every
+            call in order, for curricula). Free walks are told as steps.
         world_model: Who answers spec-only tools while composing: None or "offline" (the
             default), "endpoint", "transformers:<path>", or a WorldModel. Answers from models
             other than the offline one are recorded in the task (``recorded["answers"]``).
@@ -60,6 +92,7 @@ class ComposerConfig:
     scenarios: tuple[str, ...] = ()
     difficulty: tuple[tuple[str, float], ...] = (("easy", 0.2), ("medium", 0.4), ("hard", 0.4))
     max_calls: int = 40
+    guidance: tuple[tuple[str, float], ...] = (("goal", 1.0),)
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_hops <= self.max_hops:
@@ -80,6 +113,10 @@ class ComposerConfig:
         if not levels <= {"easy", "medium", "hard"} or not any(v > 0 for _, v in self.difficulty):
             raise ValueError(f"difficulty must give shares of easy, medium, hard; got "
                              f"{self.difficulty}")
+        if not {name for name, _ in self.guidance} <= set(GUIDANCE) or not any(
+                v > 0 for _, v in self.guidance) or any(v < 0 for _, v in self.guidance):
+            raise ValueError(f"guidance must give shares of {', '.join(GUIDANCE)}; got "
+                             f"{self.guidance}")
         if self.max_calls < 2:
             raise ValueError(f"max_calls must be >= 2, got {self.max_calls}")
         outside = set(self.require) - set(self.services or self.require)

@@ -2,7 +2,8 @@
 
 The estimate (0 to 1) weighs what makes a job hard for an agent: how many calls it takes, how
 many services it spans, how many house rules and decoys it carries, how many values it must
-report and how long the lists it works through are. Levels cut it at 0.25 and 0.5.
+report, how long the lists it works through are, and how much of the plan the request
+leaves to the agent (``guidance``). Levels cut it at 0.25 and 0.5.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from compoenv.task import Task
 __all__ = ["estimate", "level", "DifficultyMix", "curriculum", "LEVEL_CUTS"]
 
 LEVEL_CUTS = (("easy", 0.25), ("medium", 0.5), ("hard", 1.01))
+# what the guidance adds: planning the lookups (goal) is the hard part a recipe (steps) removes
+GUIDANCE_WEIGHT = {"goal": 0.1, "hints": 0.05, "steps": 0.0}
 
 
 def estimate(task: Task) -> float:
@@ -28,7 +31,9 @@ def estimate(task: Task) -> float:
     score = (0.40 * min(calls / 30, 1.0) + 0.15 * min((services - 1) / 6, 1.0)
              + 0.20 * min(rules / 4, 1.0) + 0.10 * min(decoys, 1)
              + 0.10 * min(len(task.answer) / 4, 1.0) + 0.05 * min((items - 1) / 7, 1.0))
-    return round(min(1.0, score), 3)
+    # a request that leaves the plan to the agent is harder than one that dictates it
+    score += GUIDANCE_WEIGHT.get(task.guidance, 0.0)
+    return round(max(0.0, min(1.0, score)), 3)
 
 
 def level(difficulty: float) -> str:

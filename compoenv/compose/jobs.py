@@ -10,16 +10,17 @@ from compoenv.compose import house_rules as hr
 from compoenv.compose.difficulty import estimate
 from compoenv.compose.labels import with_employer
 from compoenv.compose.records import Rejected, Walk, capabilities
+from compoenv.compose.goal import render_goal
 from compoenv.compose.render import render_instruction
 from compoenv.compose.reports import choose_reports
 from compoenv.compose.rubric import answer_text, build_rubric, rule_ids
 from compoenv.compose.scenario import ScenarioWalker, run_stages
-from compoenv.compose.verify import verify_order, verify_task, verify_walk
+from compoenv.compose.verify import verify_alternative, verify_order, verify_task, verify_walk
 from compoenv.session import Session
 from compoenv.task import Call, HouseRule, Replace, RuleChange, Task
 from compoenv.world import World
 
-__all__ = ["LEVELS", "walk_scenario", "job_task"]
+__all__ = ["LEVELS", "walk_scenario", "job_task", "draw_guidance"]
 
 LEVELS = ("easy", "medium", "hard")
 _RULES = {"easy": (0, 1), "medium": (2, 3), "hard": (3, 5)}
@@ -80,6 +81,15 @@ def walk_scenario(walker: ScenarioWalker, level: str) -> list[tuple[int, int]]:
     return walker.picks
 
 
+def draw_guidance(shares: tuple[tuple[str, float], ...], seed: int) -> str:
+    """The guidance level of the task of ``seed``, drawn apart from the walk's own draws: the
+    same seed gives the same job whatever the mix, told at the level drawn."""
+    if len(shares) == 1:
+        return shares[0][0]
+    names, weights = zip(*shares)
+    return random.Random(seed * 2_654_435_761 + 97).choices(names, weights)[0]
+
+
 def job_task(composer: Any, seed: int, verify: bool, rng: random.Random, world: World,
              session: Session, simulator: Any) -> tuple[Task, Walk]:
     """The task of ``seed`` for ``composer`` (a Composer with scenarios): one scenario's job
@@ -101,7 +111,9 @@ def job_task(composer: Any, seed: int, verify: bool, rng: random.Random, world: 
     answers = [answer_text(b.value) for b in walk.answers]
     owned = [d.criteria for d in walk.house]
     distractors = composer._distractors(services, rng)
-    rubric = build_rubric(walk, session, answers, owned, distractors)
+    guidance = draw_guidance(cfg.guidance, seed)
+    rubric = build_rubric(walk, session, answers, owned, distractors,
+                          outcome=guidance != "steps")
     order = walk.order or list(range(len(walk.steps)))
     at = {step: i for i, step in enumerate(order)}
     rules = [HouseRule(id=f"r{i}", kind=d.kind, text=d.text, criteria=ids,
@@ -113,8 +125,12 @@ def job_task(composer: Any, seed: int, verify: bool, rng: random.Random, world: 
                         scenario.goal])
     tags = capabilities(walk) + ["long-horizon"] * (len(walk.steps) >= 8) + [
         "decoy"] * any(d.kind == "never" for d in walk.house)
+    if guidance == "steps":
+        instruction = render_instruction(walk, context)
+    else:
+        instruction = render_goal(walk, context, hints=2 if guidance == "hints" else 0)
     task = Task(
-        instruction=render_instruction(walk, context),
+        instruction=instruction, guidance=guidance,
         services=services, distractors=distractors,
         seed=world.seed, walk_seed=seed, date=world.today.isoformat(),
         solution=[Call(name=walk.steps[i].spec.qualified_name,
@@ -129,6 +145,7 @@ def job_task(composer: Any, seed: int, verify: bool, rng: random.Random, world: 
         verify_walk(walk, task)
         verify_order(walk, task, composer.registry)
         verify_task(task, composer.registry)
+        verify_alternative(walk, task, composer.registry)
     return task, walk
 
 

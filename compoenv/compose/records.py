@@ -94,8 +94,10 @@ class Walk:
     house: list[Any] = field(default_factory=list)        # house rules with their criteria
     # list step -> the item its fan-outs skip, and how the request names it
     left_out: dict[int, tuple[int, str]] = field(default_factory=dict)
-    # list step -> the criterion its pick took the item by, as the request says it
-    choices: dict[int, str] = field(default_factory=dict)
+    # list step -> the criterion its pick took the item by, as the request says it, and the item
+    choices: dict[int, tuple[str, int]] = field(default_factory=dict)
+    # write step -> what its message or document is about, in the user's words (Stage.about)
+    about: dict[int, str] = field(default_factory=dict)
 
     @property
     def answers(self) -> list[Binding]:

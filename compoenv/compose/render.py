@@ -16,7 +16,7 @@ from compoenv.roles import KIND_OF, label as role_label
 from compoenv.schema import extract
 from compoenv.service import ToolSpec
 
-__all__ = ["render_instruction", "reference", "phrase", "noun", "words", "singular", "plural"]
+__all__ = ["render_instruction", "report_sentences", "with_rules", "reference", "phrase", "without", "noun", "words", "singular", "plural"]
 
 _QUOTED = frozenset({"Text", "EmailSubject", None})
 NAMED = "per the naming rule"  # compoenv.compose.house_rules.NAMED
@@ -165,12 +165,36 @@ def _that(template: str, param: str) -> str:
     return head + template[at + len(slot):]
 
 
-def phrase(spec: ToolSpec, walk: Walk, bindings: list[Binding]) -> str:
-    """The tool's phrase with its arguments filled in: stated values, or references."""
+# the words that lead a free-wording value in a phrase ("with subject {subject} and body
+# {body}", "titled {title}"): they go with it when the request leaves the wording open
+_LEADS = (r"\s+(?:with|and|titled|called|named|saying|noting|containing|reading|stating)"
+          r"(?:\s+(?:the|a|an|subject|body|text|content|note|notes|message|description|memo|"
+          r"details))*")
+
+
+def without(template: str, params: frozenset[str] | set[str]) -> str:
+    """``template`` with the placeholders of ``params`` taken out, with the words that lead
+    them: "send an email to {to} with subject {subject} and body {body}" without subject and
+    body reads "send an email to {to}"."""
+    for param in params:
+        slot = r"\s+\{%s\}" % re.escape(param)
+        template, n = re.subn(_LEADS + slot, "", template)
+        if not n:  # "add a note {text} to ticket {id}": the noun stays
+            template = re.sub(slot, "", template)
+    return template
+
+
+def phrase(spec: ToolSpec, walk: Walk, bindings: list[Binding],
+           drop: frozenset[str] = frozenset()) -> str:
+    """The tool's phrase with its arguments filled in: stated values, or references; the
+    parameters in ``drop`` (wording the agent chooses) are not said."""
     if any(b.source is not None for b in bindings):
         items = _items_used(walk)
         bindings = [_first_said(walk, b, items) or b for b in bindings]
     template = spec.phrase or f"use {spec.qualified_name} ({spec.description.rstrip('.')})"
+    if drop:
+        template = without(template, drop)
+        bindings = [b for b in bindings if b.param not in drop]
     for b in bindings:  # "cancel hotel reservation {id}" -> "cancel that hotel reservation"
         if _identifies(b):
             template = _that(template, b.param)
@@ -378,16 +402,26 @@ def render_instruction(walk: Walk, context: str | None = None) -> str:
         if i and segment.lead:
             text = "then " + text
         sentences.append(text[0].upper() + text[1:] + ("" if text.endswith(".") else "."))
+    request = " ".join(([context] if context else []) + sentences + report_sentences(walk))
+    return with_rules(walk, request)
+
+
+def report_sentences(walk: Walk) -> list[str]:
+    """The request's last sentence: what the final message must report, if anything."""
     if len(walk.reports) > 1:
         asked = walk.asks
-        sentences.append("When you are done, tell me " + ", ".join(asked[:-1]) + " and "
-                         + asked[-1] + ".")
-    elif walk.report_text is not None:
-        sentences.append(walk.report_text)
-    elif walk.report is not None and walk.report.source is not None:
+        return ["When you are done, tell me " + ", ".join(asked[:-1]) + " and "
+                + asked[-1] + "."]
+    if walk.report_text is not None:
+        return [walk.report_text]
+    if walk.report is not None and walk.report.source is not None:
         producer = walk.steps[walk.report.source].spec
-        sentences.append(f"Tell me {reference(producer, walk.report.path, walk.report.interface)}.")
-    request = " ".join(([context] if context else []) + sentences)
+        return [f"Tell me {reference(producer, walk.report.path, walk.report.interface)}."]
+    return []
+
+
+def with_rules(walk: Walk, request: str) -> str:
+    """The request with the house rules stated before it."""
     if len(walk.rules) > 1:
         return "House rules:\n" + "".join(f"- {r}\n" for r in walk.rules) + "Request: " + request
     if walk.rules:

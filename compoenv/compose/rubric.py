@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from compoenv.answers import SLACK, kind_of
+from compoenv.compose.goal import free_params, message_facts
 from compoenv.compose.records import Walk
 from compoenv.reward import (
     STATUS_FIELDS, Shown, _as_number, normalize_text, record_dict, same_value, undone,
@@ -41,13 +42,17 @@ def _summary(match: dict[str, Any], limit: int = 4) -> str:
 
 
 
-def _step_given(walk: Walk, steps: list[int]) -> dict[str, list[Any]]:
+def _step_given(walk: Walk, steps: list[int],
+                free: dict[int, frozenset[str]] | None = None) -> dict[str, list[Any]]:
     """The values the calls ``steps`` were given, by parameter name: whatever the source
-    (stated, carried from any service, fixed by a house rule), the request decides them."""
+    (stated, carried from any service, fixed by a house rule), the request decides them; but
+    not the wording a goal-level request leaves to the agent (``free``)."""
     given: dict[str, list[Any]] = {}
     for index in steps:
+        left = (free or {}).get(index, frozenset())
         for param, value in walk.steps[index].arguments.items():
-            given.setdefault(param, []).append(value)
+            if param not in left:
+                given.setdefault(param, []).append(value)
     return given
 
 
@@ -102,7 +107,8 @@ class _Given:
         return _among(value, self.all)
 
 
-def _state_criteria(service: str, session: Session, walk: Walk) -> list[Criterion]:
+def _state_criteria(service: str, session: Session, walk: Walk,
+                    free: dict[int, frozenset[str]]) -> list[Criterion]:
     """Criteria for the records the solution wrote in ``service``: created records must hold
     the values the calls that wrote them were given, as they stand at the end (their status
     too); modified ones their changes; deleted ones be gone; required guards around them.
@@ -127,7 +133,7 @@ def _state_criteria(service: str, session: Session, walk: Walk) -> list[Criterio
             if (collection, key) in ruled:
                 continue
             steps = writers.get((collection, key), every)
-            given = _Given(_step_given(walk, steps))
+            given = _Given(_step_given(walk, steps, free))
             record = record_dict(after[key])
             match = {f: v for f, v in record.items() if v != key and given.fixed(f, v, simulated)}
             out.append(StateCriterion(
@@ -139,7 +145,7 @@ def _state_criteria(service: str, session: Session, walk: Walk) -> list[Criterio
             if (collection, key) in ruled:
                 continue
             steps = writers.get((collection, key), every)
-            given, defaults = _Given(_step_given(walk, steps)), _defaults(walk, steps)
+            given, defaults = _Given(_step_given(walk, steps, free)), _defaults(walk, steps)
             old, new = record_dict(before[key]), record_dict(after[key])
             # a typed tool's own effects (a status moved to "cancelled") are the request's
             # doing; a simulated tool's are the world model's choice unless an argument says
@@ -194,11 +200,13 @@ def _holds(match: dict[str, Any], value: Any) -> bool:
     return False
 
 
-def _uncovered(walk: Walk, criteria: list[Criterion]) -> list[Criterion]:
+def _uncovered(walk: Walk, criteria: list[Criterion],
+               free: dict[int, frozenset[str]]) -> list[Criterion]:
     """A required call criterion for each write whose arguments no state criterion checks:
     the restaurant a booking is for when the booking record names only the table, the
     recipient of a sign-off. Every argument of every write is then checked, wherever its
-    value came from."""
+    value came from; but wording left to the agent (``free``) only for the facts it must
+    carry (``goal.message_facts``): an email naming the hotel the job chose."""
     states: dict[tuple[str, str], list[StateCriterion]] = {}
     for c in criteria:
         if isinstance(c, StateCriterion):
@@ -216,14 +224,20 @@ def _uncovered(walk: Walk, criteria: list[Criterion]) -> list[Criterion]:
         props = step.spec.parameters.get("properties", {})
         # a house rule's own call states only what the rule says (the sign-off's recipient
         # and subject): its wording is the agent's
+        own = free.get(index, frozenset())
         left = {p: v for p, v in step.arguments.items()
-                if not any(_holds(m, v) for m in matches)
+                if not any(_holds(m, v) for m in matches) and p not in own
                 and not (index in walk.rule_steps and free_text(props.get(p, {})))}
-        if not left:
+        facts = [name for _, name in message_facts(walk, index)] if own else []
+        if facts:  # the message is told apart by its recipient, then checked for its facts
+            left = {p: v for p, v in step.arguments.items() if p not in own}
+        if not left and not facts:
             continue
+        naming = f", naming {', '.join(facts)}" if facts else ""
         out.append(CallCriterion(
             id="", name=step.spec.qualified_name, arguments=left, required=True, distinct=True,
-            description=f"Called {step.spec.qualified_name} with {_summary(left)}"))
+            mentions=facts,
+            description=f"Called {step.spec.qualified_name} with {_summary(left)}{naming}"))
     return out
 
 
@@ -241,15 +255,21 @@ def _answer_criteria(answers: list[str], world: World, shown: Shown) -> list[Cri
 
 def build_rubric(walk: Walk, session: Session, answers: list[str],
                  owned: list[list[Criterion]] = (),  # type: ignore[assignment]
-                 distractors: list[str] = ()) -> list[Criterion]:  # type: ignore[assignment]
+                 distractors: list[str] = (),  # type: ignore[assignment]
+                 outcome: bool = False) -> list[Criterion]:
     """Criteria for a walk executed in ``session`` (whose final state the oracle reaches),
     and the criteria of its house rules (``owned``, one list per rule: their ids are set in
     place of the given objects' order, see ``rule_ids``). Services the task does not use
     (``distractors``, and a branch not taken) get a required guard each: writing to them
-    fails the task."""
+    fails the task.
+
+    With ``outcome`` (a goal-level request) the rubric checks the end state, the reported
+    values and the rules only: no credit for reads, and a message's wording is the agent's,
+    checked for its recipient and the facts it must carry (``goal.message_facts``)."""
+    free = free_params(walk) if outcome else {}
     criteria: list[Criterion] = []
     for service in walk.services:
-        criteria.extend(_state_criteria(service, session, walk))
+        criteria.extend(_state_criteria(service, session, walk, free))
     untouched = [s for s in dict.fromkeys([*walk.guarded, *distractors])
                  if s not in walk.services]
     for service in untouched:
@@ -260,11 +280,11 @@ def build_rubric(walk: Walk, session: Session, answers: list[str],
             description=f"Nothing in {service} was changed ({why})"))
     for group in owned:
         criteria.extend(group)
-    criteria.extend(_uncovered(walk, criteria))
+    criteria.extend(_uncovered(walk, criteria, free))
     shown = Shown.of(r.result.get("data") for r in session.log if r.result.get("success"))
     criteria.extend(_answer_criteria(answers, session.world, shown))
     for index, step in enumerate(walk.steps):
-        if step.spec.read_only and index not in walk.rule_steps:
+        if step.spec.read_only and index not in walk.rule_steps and not outcome:
             criteria.append(CallCriterion(
                 id="", name=step.spec.qualified_name, arguments=step.arguments, required=False,
                 weight=0.5, description=f"Called {step.spec.qualified_name} with "

@@ -260,7 +260,7 @@ def _pick(walker: ScenarioWalker, stage: Stage, index: int) -> None:
         walker.walk.segments[-1].text = (phrase(step.spec, walker.walk, step.bindings)
                                          + f", and take {option.says}")
         walker.adopt(index, item)
-        walker.walk.choices[index] = option.says
+        walker.walk.choices[index] = (option.says, item)
         walker.walk.motifs.append("aggregation")
         walker.picks.append((index, item))
         return
@@ -291,6 +291,10 @@ def run_stages(walker: ScenarioWalker, stages: list[Stage],
             if stage.optional and i > 0:
                 continue
             raise
+        if stage.about:
+            for index in range(point[1], len(walker.walk.steps)):
+                if walker.walk.steps[index].spec.qualified_name in stage.tools:
+                    walker.walk.about[index] = stage.about
         if stage.take == "all":
             listed = len(walker.walk.steps) - 1
         elif not stage.each:

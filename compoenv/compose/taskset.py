@@ -121,6 +121,7 @@ class TaskSetStats:
         reports: Tasks per number of values the final message reports.
         difficulty: Tasks per difficulty level (``compoenv.compose.difficulty``).
         scenarios: Tasks per scenario (free-walk tasks under ``-``).
+        guidance: Tasks per guidance level (``goal``, ``hints``, ``steps``).
     """
 
     tasks: int
@@ -141,6 +142,7 @@ class TaskSetStats:
     reports: dict[str, int] = field(default_factory=dict)
     difficulty: dict[str, int] = field(default_factory=dict)
     scenarios: dict[str, int] = field(default_factory=dict)
+    guidance: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def from_tasks(cls, tasks: Iterable[Task], rejections: Mapping[str, int] | None = None,
@@ -155,6 +157,7 @@ class TaskSetStats:
             services=_counts((len(t.services) for t in tasks), by_key=True),
             capabilities=_counts(c for t in tasks for c in t.capabilities),
             domains=_counts(t.domain for t in tasks),
+            guidance=_counts(t.guidance for t in tasks),
             service_usage=_counts(s for t in tasks for s in t.services),
             combinations=len({combination(t) for t in tasks}),
             rejections=_counts(Counter(rejections or {})),

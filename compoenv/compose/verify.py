@@ -8,14 +8,17 @@ from compoenv.compose.identity import call_problem
 from compoenv.compose.rubric import STATUS_FIELDS, answer_text
 from compoenv.compose.walk import Rejected, Walk
 from compoenv.registry import Registry, RegistryError
-from compoenv.reward import GUARDS, Outcome, RubricResult, check_criterion, score_rubric
-from compoenv.schema import brief, extract
+from compoenv.reward import (
+    GUARDS, Outcome, RubricResult, check_criterion, normalize_text, score_rubric,
+)
+from compoenv.schema import brief, extract, free_text
 from compoenv.session import Session
 from compoenv.service import split_qualified
-from compoenv.task import Call, RuleChange, StateCriterion, Task
+from compoenv.task import Call, CallCriterion, RuleChange, StateCriterion, Task
 from compoenv.world import World
 
 __all__ = ["verify_task", "verify_walk", "verify_order", "replay", "replay_simulator",
+           "verify_alternative", "free_wording",
            "oracle_message"]
 
 
@@ -78,7 +81,7 @@ def verify_task(task: Task, registry: Registry | None = None) -> None:
         if problem is not None:
             raise Rejected("identity", f"{problem} in {call.name}({brief(call.arguments)})",
                            (call.name,))
-    wrong = _one_wrong_argument(task)
+    wrong = _one_wrong_argument(task, registry)
     explicit = _explicit_optional(task, registry)
     branch_at = {i for i, _ in explicit} | ({wrong[0]} if wrong is not None else set())
     session, points = _session(task, registry), {}
@@ -114,10 +117,79 @@ def verify_task(task: Task, registry: Registry | None = None) -> None:
                            f"({rule.kind}) still passes its criteria")
     if wrong is not None:
         index, changed = wrong
-        if all(check_criterion(c, _variant(task, session, points[index], index, changed))[0]
-               for c in task.rubric):
+        # scored whole: two criteria alike (two emails to one person) need a call each
+        if score_rubric(task.rubric, _variant(task, session, points[index], index,
+                                              changed)).rubric_score >= 1.0:
             raise Rejected("insensitive", "a solution with a wrong argument still scores 1.0",
                            (changed.name,))
+
+
+def verify_alternative(walk: Walk, task: Task, registry: Registry | None = None) -> None:
+    """A goal-level task's rubric checks the outcome, so another valid plan must score 1.0
+    like the oracle: the solution run as a plan, each found value taken from what this run's
+    own calls returned, with every message worded otherwise (carrying the facts its criterion
+    asks for), the first and last reads repeated, and each run of calls to one tool that do
+    not feed each other (a fan-out's items) in reverse order.
+
+    Raises:
+        Rejected: ``alternative_fails``, with the criteria the other plan failed.
+    """
+    if task.guidance == "steps":
+        return
+    registry = registry or Registry.default()
+    order = walk.order or list(range(len(walk.steps)))
+    facts: dict[str, list[str]] = {}
+    for c in task.rubric:
+        if isinstance(c, CallCriterion) and c.mentions:
+            facts.setdefault(c.name, []).extend(c.mentions)
+    plan: list[int] = []
+    run: list[int] = []
+    for index in order + [-1]:
+        same = index >= 0 and run and walk.steps[index].spec.qualified_name == \
+            walk.steps[run[-1]].spec.qualified_name
+        if run and not same:
+            fed = any(b.source in run for i in run for b in walk.steps[i].bindings)
+            plan.extend(run if fed else reversed(run))
+            run = []
+        if index >= 0:
+            run.append(index)
+    reads = [i for i in order if walk.steps[i].spec.read_only]
+    plan = reads[:1] + plan + reads[-1:]
+    session = _session(task, registry)
+    results: dict[int, Any] = {}
+    for index in plan:
+        step = walk.steps[index]
+        call = Call(name=step.spec.qualified_name, arguments={})
+        args: dict[str, Any] = {}
+        for b in step.bindings:
+            if b.source is None:
+                args[b.param] = b.value
+                continue
+            # what this run found there, unless it is what the walk found (then the value as
+            # the walk used it: the day of a found time)
+            found = extract(results.get(b.source), b.path)
+            args[b.param] = found[0] if found and found != extract(
+                walk.steps[b.source].result, b.path) else b.value
+        call = Call(name=call.name, arguments=args)
+        free = sorted(free_wording(task, call, registry))
+        said = list(dict.fromkeys(facts.get(call.name, [])))
+        for k, param in enumerate(free):
+            args[param] = ("Following up as discussed, thank you." if k else
+                           "A quick update from me" + (": " + ", ".join(said) if said else "")
+                           + ".")
+        results.setdefault(index, session.call(call.name, args).get("data"))
+    other = score_rubric(task.rubric, Outcome(session, oracle_message(task), task.instruction))
+    if other.rubric_score < 1.0:
+        failed = [c.description for c in other.criteria if not c.passed]
+        raise Rejected("alternative_fails", "another valid plan (reordered, extra reads, "
+                       "other wording) fails: " + "; ".join(failed[:3]))
+
+
+def _read_only(name: str, registry: Registry) -> bool:
+    try:
+        return registry.spec(name).read_only
+    except RegistryError:
+        return False
 
 
 def _ignoring(task: Task, change: RuleChange, registry: Registry) -> Outcome:
@@ -166,14 +238,56 @@ def _explicit_optional(task: Task, registry: Registry) -> list[tuple[int, Call]]
     return out
 
 
-def _one_wrong_argument(task: Task) -> tuple[int, Call] | None:
-    """The last string argument of the solution changed: (call index, changed call)."""
+def _one_wrong_argument(task: Task, registry: Registry) -> tuple[int, Call] | None:
+    """The last string argument of the solution changed: (call index, changed call). Not
+    wording a goal-level request leaves to the agent (``free_wording``), nor a read's."""
     for i in range(len(task.solution) - 1, -1, -1):
         call = task.solution[i]
+        if task.guidance != "steps" and _read_only(call.name, registry):
+            continue  # an outcome rubric leaves the reads to the agent
+        free = free_wording(task, call, registry)
         for key, value in call.arguments.items():
-            if isinstance(value, str) and value:
+            if isinstance(value, str) and value and key not in free:
                 return i, Call(name=call.name, arguments={**call.arguments, key: value + "x"})
     return None
+
+
+def free_wording(task: Task, call: Call, registry: Registry) -> set[str]:
+    """The parameters of a solution call whose wording the task leaves to the agent: in a
+    goal-level task, free text (a subject, a body) whose value no criterion holds."""
+    if task.guidance == "steps":
+        return set()
+    try:
+        props = registry.spec(call.name).parameters.get("properties", {})
+    except RegistryError:
+        return set()
+    graded = _graded_texts(task)
+    return {p for p, v in call.arguments.items() if isinstance(v, str)
+            and free_text(props.get(p, {})) and normalize_text(v) not in graded}
+
+
+def _graded_texts(task: Task) -> set[str]:
+    """Every string value a criterion of the task holds, normalised."""
+    out: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            out.add(normalize_text(value))
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    for c in task.rubric:
+        walk(getattr(c, "match", None))
+        walk(getattr(c, "arguments", None))
+        walk(getattr(c, "then_arguments", None))
+        first = getattr(c, "first", None)
+        if first is not None:
+            walk(first.arguments)
+    return out
 
 
 def appears(value: str, text: str) -> bool:

@@ -129,6 +129,8 @@ class Walker:
         del self.available[available:]
         self.walk.segments = [s for s in self.walk.segments if s.steps[0] < steps]
         self.walk.left_out = {i: k for i, k in self.walk.left_out.items() if i < steps}
+        self.walk.choices = {i: c for i, c in self.walk.choices.items() if i < steps}
+        self.walk.about = {i: a for i, a in self.walk.about.items() if i < steps}
         self.used = used
 
     def adopt(self, index: int, item: int) -> None:

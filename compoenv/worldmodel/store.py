@@ -25,7 +25,7 @@ import re
 from typing import Any, ClassVar, Mapping
 
 from compoenv.crud import get_or_404, next_id, norm, search
-from compoenv.schema import is_valid
+from compoenv.schema import free_text, is_valid
 from compoenv.service import Service, ToolError, ToolResult, ToolSpec, ok
 from compoenv.world import World
 from compoenv.worldmodel.base import SimState, ToolAnswer, ToolRequest
@@ -242,10 +242,14 @@ class ResourceStore:
                                      f"{resource.key} {given!r} already exists")
             key: Any = given
         else:
-            # what the call must say (an optional detail given or not makes the same id)
+            # what the call must say (an optional detail given or not makes the same id), but
+            # not its wording (a ticket's subject): two agents wording one request their own
+            # ways make the same record
             required = spec.parameters.get("required") or ()
+            props = spec.parameters.get("properties") or {}
             salt = (world.seed, world.today, self.service, resource.collection,
-                    {k: v for k, v in arguments.items() if k in required})
+                    {k: v for k, v in arguments.items()
+                     if k in required and not free_text(props.get(k) or {})})
             key = self._new_key(resource, stored, record.get(resource.key), salt)
             if key is None:
                 return None

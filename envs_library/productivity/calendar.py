@@ -128,7 +128,7 @@ class Calendar(Service):
         """
         _start(start)
         event = Event(id=next_id("EV-", self.state.events,
-                                       salt=(self.world.seed, self.name, title, start)), title=title, start=start,
+                                       salt=(self.world.seed, self.name, start)), title=title, start=start,
                       duration_minutes=duration_minutes, location=location,
                       attendees=list(dict.fromkeys(attendees)))
         self._check_free(event)

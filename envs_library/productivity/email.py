@@ -133,7 +133,7 @@ class Email(Service):
                    body: Text) -> EmailMessage:
         """Send a new email from the user's address."""
         msg = EmailMessage(id=next_id("M-", self.state.messages, salt=(
-                               self.world.seed, self.name, to, subject)), sender=self.world.user.email,
+                               self.world.seed, self.name, to)), sender=self.world.user.email,
                            to=[to], subject=subject, body=body, sent_at=self.world.at(0, 9),
                            folder="sent", read=True)
         self.state.messages[msg.id] = msg
@@ -148,7 +148,7 @@ class Email(Service):
         subject = original.subject if original.subject.startswith("Re: ") else \
             f"Re: {original.subject}"
         msg = EmailMessage(id=next_id("M-", self.state.messages, salt=(
-                               self.world.seed, self.name, message_id, body)), sender=me, to=list(to),
+                               self.world.seed, self.name, message_id)), sender=me, to=list(to),
                            subject=subject[:200], body=body, sent_at=self.world.at(0, 9),
                            folder="sent", read=True)
         self.state.messages[msg.id] = msg

@@ -1,0 +1,234 @@
+"""Goal-level requests: what a person would send, not a list of calls.
+
+A ``steps`` request (``render.render_instruction``) spells out every call in order ("Search
+hotels in Athens, and take ... Then find restaurants near ..."): the agent only transcribes. A
+``goal`` request says who the user is and what they want (the scenario's goal), the decisions
+they have made ("go with the cheapest hotel in Athens"), what has to be done, with the facts
+the user knows (people, dates, amounts, accounts), the house rules and what to report. It
+never names a read: what to look up, with which tool and in which order is the agent's plan.
+A message or document is asked for by what it is about and the facts it must carry ("email
+each of them about their room and the team dinner, naming the hotel"), never its wording,
+and the rubric checks exactly that (``compose.rubric``). ``hints`` adds the one or two
+lookups a helpful user would mention.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from compoenv.compose.config import GUIDANCE
+from compoenv.compose.labels import fix_articles, plural
+from compoenv.compose.records import Walk
+from compoenv.compose.render import noun, phrase, report_sentences, with_rules
+from compoenv.schema import free_text
+
+__all__ = ["GUIDANCE", "render_goal", "free_params", "message_facts", "name_of", "lists_fed"]
+
+
+# the verb a read's phrase opens with, and the words before its noun: "search hotels in
+# Athens" -> "hotels in Athens", "list the invoices from Acme" -> "invoices from Acme"
+_READ_VERB = re.compile(
+    r"^(?:search(?: for)?|find(?: out)?|list|look up|get|show(?: me)?|check|fetch|see|browse|"
+    r"pull up|read|open|view|look at|work out|tell me|compare|count|review)\s+"
+    r"(?:(?:me|all|the|every)\s+)*", re.IGNORECASE)
+_FAN_LEAD = re.compile(r"^for each ([^,]*?) found((?: other than [^,]+)?), ")
+_NAME_FIELDS = ("name", "title", "company", "number", "symbol", "code")
+
+
+def free_params(walk: Walk) -> dict[int, frozenset[str]]:
+    """Per write step, the parameters whose wording a goal-level request leaves to the agent:
+    free text the request stated (a subject, a body, a note's text), not a string a house rule
+    fixes (a naming scheme) nor one a house rule's own call carries."""
+    out: dict[int, frozenset[str]] = {}
+    for index, step in enumerate(walk.steps):
+        if step.spec.read_only or index in walk.rule_steps:
+            continue
+        props = step.spec.parameters.get("properties", {})
+        names = frozenset(
+            b.param for b in step.bindings
+            if b.source is None and isinstance(b.value, str)
+            and free_text(props.get(b.param, {}))
+            and (step.spec.qualified_name, b.param) not in walk.shown)
+        if names:
+            out[index] = names
+    return out
+
+
+def name_of(walk: Walk, index: int, item: int) -> str | None:
+    """What a person calls item ``item`` of list step ``index``: its name, title or number."""
+    record = walk.steps[index].result
+    if not isinstance(record, list) or not 0 <= item < len(record) \
+            or not isinstance(record[item], dict):
+        return None
+    for field in _NAME_FIELDS:
+        value = record[item].get(field)
+        if isinstance(value, str) and 2 <= len(value) <= 80:
+            return value
+    return None
+
+
+def message_facts(walk: Walk, index: int) -> list[tuple[str, str]]:
+    """The facts the message or document of write step ``index`` must carry, as (the thing's
+    kind, its name): each item the job chose before it that what the message is about names
+    ("their room at the hotel" names the hotel the job chose)."""
+    about = walk.about.get(index, "").casefold()
+    out = []
+    for list_step, (_, item) in sorted(walk.choices.items()):
+        if list_step >= index:
+            continue
+        kind = noun(walk.steps[list_step].spec)
+        name = name_of(walk, list_step, item)
+        if name is not None and re.search(r"\b%s\b" % re.escape(kind.casefold()), about) \
+                and kind not in (k for k, _ in out):
+            out.append((kind, name))
+    return out
+
+
+def lists_fed(walk: Walk) -> dict[int, int]:
+    """List step -> the first segment whose calls go through its items one by one."""
+    out: dict[int, int] = {}
+    for at, segment in enumerate(walk.segments):
+        for index in segment.steps:
+            for b in walk.steps[index].bindings:
+                if b.source is not None and b.path[:1] and b.path[0][:1] == "#" \
+                        and b.source not in walk.choices and _FAN_LEAD.match(segment.text or ""):
+                    out.setdefault(b.source, at)
+    return out
+
+
+def _listing(walk: Walk, index: int) -> str:
+    """What a read found, as a noun phrase with the user's facts: "hotels in Athens"."""
+    step = walk.steps[index]
+    said = phrase(step.spec, walk, step.bindings)
+    rest = _READ_VERB.sub("", said, count=1)
+    return rest if rest != said else f"the {plural(noun(step.spec))} that {said} turns up"
+
+
+def _decision(walk: Walk, index: int) -> str:
+    """The item a pick took, as the user's decision: "the cheapest hotel in Athens"."""
+    says, _ = walk.choices[index]
+    kind = noun(walk.steps[index].spec)
+    listing = _listing(walk, index)
+    for many in (plural(kind), f"my {plural(kind)}"):
+        if listing.startswith(many + " ") and kind in says:
+            qualifiers = listing[len(many) + 1:]
+            at = says.index(kind) + len(kind)
+            return says[:at] + " " + qualifiers + says[at:]
+        if listing == many:
+            return says
+    return f"{says} among {_article(listing)}"
+
+
+def _article(listing: str) -> str:
+    return listing if listing.split(" ", 1)[0] in ("my", "the", "all", "every") \
+        else "the " + listing
+
+
+def _used(walk: Walk) -> set[int]:
+    """Steps whose results later calls or the report use."""
+    used = {b.source for s in walk.steps for b in s.bindings if b.source is not None}
+    return used | {b.source for b in walk.answers if b.source is not None}
+
+
+def _want(walk: Walk, index: int, free: dict[int, frozenset[str]]) -> str:
+    """One write of the job as the user asks for it: its phrase, with a message's wording
+    left to the agent and what it is about (and must name) said instead."""
+    step = walk.steps[index]
+    drop = free.get(index, frozenset())
+    text = phrase(step.spec, walk, step.bindings, drop=drop)
+    if not drop:
+        return text
+    about = walk.about.get(index)
+    if about is None:
+        topic = next((step.arguments[p] for p in ("subject", "title", "name") if p in drop),
+                     None)
+        about = f'"{topic}"' if topic else "the job"
+    text += f" about {about}"
+    facts = message_facts(walk, index)
+    if facts:
+        text += ", naming " + _and([f"the {kind}" for kind, _ in facts])
+    return text
+
+
+def _and(parts: list[str]) -> str:
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _fan(walk: Walk, segment_steps: list[int], list_step: int, other: str,
+         free: dict[int, frozenset[str]]) -> str:
+    """A write for every item of a list, as the user asks for it: "for each of my contacts
+    who work at Acme, book ... and email ...". Each tool is said once, for its first item."""
+    firsts: dict[str, int] = {}
+    for index in segment_steps:
+        firsts.setdefault(walk.steps[index].spec.qualified_name, index)
+    wants = [_want(walk, index, free) for index in firsts.values()]
+    listing = _listing(walk, list_step)
+    return f"for each of {_article(listing)}{other}, " + _and(wants)
+
+
+def render_goal(walk: Walk, context: str | None = None, hints: int = 0) -> str:
+    """A goal-level request: house rules, who the user is and what they want, the decisions
+    they made, what has to be done (writes only, no order, no reads), what to report.
+
+    Args:
+        walk: The composed job.
+        context: The persona and goal sentence.
+        hints: How many lookups to mention besides (``hints`` guidance: 2; ``goal``: 0).
+    """
+    free = free_params(walk)
+    fed = lists_fed(walk)
+    used = _used(walk)
+    decisions: list[str] = []
+    wants: list[list[str] | str] = []  # runs of single writes, and fan-outs (a str each)
+    needs: list[str] = []
+    lookups: list[int] = []
+    for segment in walk.segments:
+        steps = [i for i in segment.steps if i not in walk.rule_steps]
+        if not steps:
+            continue
+        first = steps[0]
+        if all(walk.steps[i].spec.read_only for i in steps):
+            lookups.append(first)
+            if first in walk.choices:
+                decisions.append(_decision(walk, first))
+            elif first not in fed and first in used and any(
+                    b.source is None for b in walk.steps[first].bindings):
+                needs.append(_listing(walk, first))
+            continue
+        lead = _FAN_LEAD.match(segment.text or "")
+        lists = {b.source for i in steps for b in walk.steps[i].bindings
+                 if b.source in fed and b.path[:1] and b.path[0][:1] == "#"}
+        if lead is not None and len(lists) == 1:
+            wants.append(_fan(walk, steps, lists.pop(), lead.group(2), free))
+            continue
+        if not wants or isinstance(wants[-1], str):
+            wants.append([])
+        run = wants[-1]
+        assert isinstance(run, list)
+        run.extend(_want(walk, i, free) for i in dict.fromkeys(steps)
+                   if not walk.steps[i].spec.read_only)
+    sentences: list[str] = []
+    said = " ".join(w if isinstance(w, str) else " ".join(w) for w in wants + decisions)
+    needs = [n for n in needs if n.casefold() not in said.casefold()]
+    if needs:
+        sentences.append(_sentence("This is about " + _and([_article(n) for n in needs])))
+    if decisions:
+        sentences.append(f"Go with {_and(decisions)}.")
+    opened = False
+    for want in wants:
+        if isinstance(want, str):
+            sentences.append(_sentence(want))
+        elif want:
+            sentences.append(_sentence(("Also " if opened else "I need you to ") + _and(want)))
+            opened = True
+    if hints and lookups:
+        tips = [phrase(walk.steps[i].spec, walk, walk.steps[i].bindings) for i in lookups[:hints]]
+        sentences.append(_sentence("Hint: it helps to " + _and(tips)))
+    sentences = [fix_articles(s) for s in sentences] + report_sentences(walk)
+    return with_rules(walk, " ".join(([context] if context else []) + sentences))
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text[0].upper() + text[1:] + ("" if text.endswith(".") else ".")
