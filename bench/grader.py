@@ -5,11 +5,13 @@ then plays variants of each task's solution (``compoenv.agents.variants``) and c
 still pass every required criterion (``binary``):
 
 - wrong work (each should pass <= 1%): one write argument changed to another valid value of
-  its kind (``wrong_argument``; wording the agent may choose is counted apart as
-  ``wrong_free_text``), one fan-out item dropped, the decoy touched, a collateral write (a
-  record or a service the task is not about), one of its own writes undone;
+  its kind (``wrong_argument``; dictated wording is counted apart as ``wrong_free_text``),
+  one fan-out item dropped, the decoy touched, a collateral write (a record or a service the
+  task is not about), one of its own writes undone, a goal task's message worded without
+  the facts it must carry (``facts_dropped``);
 - right work (each should pass 100%): independent calls reordered, extra reads, the report
-  reformatted, an honest verbose report.
+  reformatted, an honest verbose report, a goal task's messages in other words that keep
+  their facts (``reworded``: the wording of a goal-level request is the agent's).
 
 Also: the oracle's pass rate, and the rubric score of a run that makes the reads but none of
 the writes and reports the true values (``reads_only_score``, mean; <= 0.25 wanted).
@@ -106,7 +108,7 @@ def run(tasks: list[Task], registry: Registry, max_per_task: int = 40) -> dict[s
                     "pass_rate": round(c["passed"] / c["tried"], 4) if c["tried"] else None}
              for kind, c in sorted(passed.items())}
     wrong_kinds = ["wrong_argument", "wrong_free_text", "fanout_drop", "decoy_touched",
-                   "collateral_record", "collateral_service", "undo_own"]
+                   "collateral_record", "collateral_service", "undo_own", "facts_dropped"]
     out: dict[str, Any] = {
         "tasks": len(tasks),
         "seconds": round(time.perf_counter() - start, 1),

@@ -26,18 +26,19 @@ from typing import Any, Iterator
 
 from compoenv.compose.records import record_keys
 from compoenv.compose.values import MISSING, fresh_value
-from compoenv.compose.verify import oracle_message
+from compoenv.compose.verify import free_wording, oracle_message
 from compoenv.registry import Registry, RegistryError
 from compoenv.schema import free_text as is_free_text
 from compoenv.reward import same_value, scalars
 from compoenv.service import ToolSpec, split_qualified
 from compoenv.session import Session
-from compoenv.task import Call, OrderCriterion, Task, UnchangedCriterion
+from compoenv.task import Call, CallCriterion, OrderCriterion, Task, UnchangedCriterion
 from compoenv.world import World
 
 __all__ = ["Play", "WRONG", "RIGHT", "wrong_arguments", "fanout_drops", "decoy_touches",
            "collateral_writes", "undo_own", "reordered", "extra_reads", "reformatted",
-           "verbose_report", "is_free_text", "session_for", "writes_of"]
+           "verbose_report", "is_free_text", "session_for", "writes_of", "facts_dropped",
+           "reworded"]
 
 # what a person changes by undoing a write: the verbs of tools that take a record back
 _UNDO = re.compile(r"^(cancel|delete|remove|close|withdraw|void|revoke|refund|"
@@ -157,9 +158,10 @@ def wrong_arguments(task: Task, registry: Registry, seed: int = 0,
         call = task.solution[i]
         spec = registry.spec(call.name)
         props = spec.parameters.get("properties", {})
+        loose = free_wording(task, call, registry)  # a goal task's wording: any is right
         for param, value in call.arguments.items():
             schema = props.get(param, {})
-            if is_free_text(schema) and (not free_text or i in added):
+            if is_free_text(schema) and (not free_text or i in added or param in loose):
                 continue
             if free_text and not is_free_text(schema):
                 continue
@@ -358,8 +360,28 @@ def undo_own(task: Task, registry: Registry, seed: int = 0) -> list[Play]:
     return []
 
 
+def facts_dropped(task: Task, registry: Registry) -> list[Play]:
+    """A goal task's message that must name what the job chose (the hotel), worded without
+    it: one play per such call."""
+    named = [c for c in task.rubric if isinstance(c, CallCriterion) and c.mentions]
+    out = []
+    for i, call in enumerate(task.solution):
+        loose = sorted(free_wording(task, call, registry))
+        facts = {f for c in named if c.name == call.name for f in c.mentions}
+        if not loose or not any(f.casefold() in json.dumps(call.arguments).casefold()
+                                for f in facts):
+            continue
+        changed = Call(name=call.name, arguments={**call.arguments, **{
+            p: "All done as you asked, thanks." for p in loose}})
+        calls = (*task.solution[:i], changed, *task.solution[i + 1:])
+        out.append(Play("facts_dropped", calls, oracle_message(task),
+                        f"{call.name} worded without {sorted(facts)}"))
+    return out
+
+
 WRONG = {"wrong_argument": wrong_arguments, "fanout_drop": fanout_drops,
-         "decoy_touched": decoy_touches, "collateral": collateral_writes, "undo_own": undo_own}
+         "decoy_touched": decoy_touches, "collateral": collateral_writes, "undo_own": undo_own,
+         "facts_dropped": facts_dropped}
 
 
 # --- right work ------------------------------------------------------------------------------
@@ -444,6 +466,28 @@ def verbose_report(task: Task, registry: Registry) -> list[Play]:
     return [Play("verbose_report", tuple(task.solution), "\n".join(lines), "verbose")]
 
 
-RIGHT = {"reordered": reordered, "extra_reads": extra_reads,
+def reworded(task: Task, registry: Registry) -> list[Play]:
+    """A goal task's messages in other words that still carry the facts they must: the
+    wording is the agent's."""
+    facts: dict[str, list[str]] = {}
+    for c in task.rubric:
+        if isinstance(c, CallCriterion) and c.mentions:
+            facts.setdefault(c.name, []).extend(c.mentions)
+    calls, changed = [], 0
+    for call in task.solution:
+        loose = sorted(free_wording(task, call, registry))
+        if loose:
+            said = ", ".join(dict.fromkeys(facts.get(call.name, [])))
+            words = {p: (f"Hello! Quick note from me{': ' + said if said else ''}." if k == 0
+                         else "Thanks, and talk soon.") for k, p in enumerate(loose)}
+            call = Call(name=call.name, arguments={**call.arguments, **words})
+            changed += 1
+        calls.append(call)
+    if not changed:
+        return []
+    return [Play("reworded", tuple(calls), oracle_message(task), f"{changed} calls reworded")]
+
+
+RIGHT = {"reordered": reordered, "extra_reads": extra_reads, "reworded": reworded,
          "reformatted": lambda task, registry: reformatted(task),
          "verbose_report": verbose_report}

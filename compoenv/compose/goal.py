@@ -23,7 +23,8 @@ from compoenv.compose.records import Walk
 from compoenv.compose.render import noun, phrase, report_sentences, with_rules
 from compoenv.schema import free_text
 
-__all__ = ["GUIDANCE", "render_goal", "free_params", "message_facts", "name_of", "lists_fed"]
+__all__ = ["GUIDANCE", "render_goal", "free_params", "message_facts", "facts_about", "name_of",
+           "lists_fed", "with_facts"]
 
 
 # the verb a read's phrase opens with, and the words before its noun: "search hotels in
@@ -72,10 +73,15 @@ def message_facts(walk: Walk, index: int) -> list[tuple[str, str]]:
     """The facts the message or document of write step ``index`` must carry, as (the thing's
     kind, its name): each item the job chose before it that what the message is about names
     ("their room at the hotel" names the hotel the job chose)."""
-    about = walk.about.get(index, "").casefold()
-    out = []
+    return facts_about(walk, walk.about.get(index, ""), index)
+
+
+def facts_about(walk: Walk, about: str, before: int) -> list[tuple[str, str]]:
+    """(kind, name) of each item the job chose before step ``before`` that ``about`` names."""
+    about = about.casefold()
+    out: list[tuple[str, str]] = []
     for list_step, (_, item) in sorted(walk.choices.items()):
-        if list_step >= index:
+        if list_step >= before:
             continue
         kind = noun(walk.steps[list_step].spec)
         name = name_of(walk, list_step, item)
@@ -83,6 +89,16 @@ def message_facts(walk: Walk, index: int) -> list[tuple[str, str]]:
                 and kind not in (k for k, _ in out):
             out.append((kind, name))
     return out
+
+
+def with_facts(text: str, facts: list[tuple[str, str]]) -> str:
+    """A message's text that carries ``facts``: "... for the visit. Hotel: Lantern Lodge."."""
+    missing = [(k, v) for k, v in facts if v.casefold() not in text.casefold()]
+    if not missing:
+        return text
+    text = text.rstrip()
+    text += "" if text.endswith((".", "!", "?")) else "."
+    return text + "".join(f" {k[0].upper() + k[1:]}: {v}." for k, v in missing)
 
 
 def lists_fed(walk: Walk) -> dict[int, int]:

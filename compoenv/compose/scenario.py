@@ -15,6 +15,7 @@ import re
 from typing import Any, Callable
 
 from compoenv.compose.choices import Choice, choose, orderable, plain
+from compoenv.compose.goal import facts_about, with_facts
 from compoenv.compose.motifs import fan_out, returns_list
 from compoenv.compose.render import noun, phrase
 from compoenv.compose.records import (
@@ -23,7 +24,7 @@ from compoenv.compose.records import (
 from compoenv.compose.steps import ranges_in_order, single_result
 from compoenv.compose.values import MISSING, fresh_value
 from compoenv.roles import compatible
-from compoenv.schema import extract
+from compoenv.schema import extract, free_text
 from compoenv.compose.walk import Walker
 from compoenv.graph import ToolGraph
 from compoenv.scenarios import Scenario, Stage
@@ -46,6 +47,7 @@ class ScenarioWalker(Walker):
         self.picks: list[tuple[int, int]] = []  # (list step, item taken)
         self.fanned: list[int] = []             # list steps a fan-out acted on
         self.args: tuple[frozenset[str], dict[str, Any]] | None = None  # the stage's stated
+        self.about: str | None = None  # what the stage's message is about (Stage.about)
 
     def _starts(self, accept: Callable[[ToolSpec], bool],
                 lists: bool = False) -> list[list[str]]:
@@ -97,6 +99,9 @@ class ScenarioWalker(Walker):
                 segment: bool = True, fits: Callable[[Any], bool] | None = None) -> Step | None:
         if self.args and spec.qualified_name in self.args[0]:
             bindings = _with_args(spec, bindings, self.args[1])
+            if self.about and not spec.read_only:  # the message names what the job chose
+                bindings = _carrying(spec, bindings, facts_about(
+                    self.walk, self.about, len(self.walk.steps)))
         naming = self.naming if not spec.read_only else None
         if naming is not None:
             bindings = naming.apply(spec, bindings)
@@ -118,6 +123,19 @@ def _with_args(spec: ToolSpec, bindings: list[Binding], args: dict[str, Any]) ->
     have = {b.param for b in out}
     return out + [Binding(k, v, None, (), props[k].get("x-interface"))
                   for k, v in given.items() if k not in have]
+
+
+def _carrying(spec: ToolSpec, bindings: list[Binding],
+              facts: list[tuple[str, str]]) -> list[Binding]:
+    """The call with its longest stated free text (a body) carrying ``facts``."""
+    props = spec.parameters.get("properties", {})
+    texts = [b for b in bindings if b.source is None and isinstance(b.value, str)
+             and free_text(props.get(b.param, {}))]
+    if not facts or not texts:
+        return bindings
+    longest = max(texts, key=lambda b: len(b.value))
+    return [Binding(b.param, with_facts(b.value, facts), None, (), b.interface)
+            if b is longest else b for b in bindings]
 
 
 def _fresh(walker: ScenarioWalker, stage: Stage, accept: Callable[[ToolSpec], bool],
@@ -282,6 +300,7 @@ def run_stages(walker: ScenarioWalker, stages: list[Stage],
         point = walker.checkpoint()
         segments = len(walker.walk.segments)
         walker.args = (frozenset(stage.tools), stage.args) if stage.args else None
+        walker.about = stage.about
         walker.used = set()  # a stage may use a tool an earlier stage used (a second email)
         try:
             _run(walker, stage, i == 0, listed)
@@ -301,7 +320,7 @@ def run_stages(walker: ScenarioWalker, stages: list[Stage],
             listed = None
         if i == 0 and on_anchor is not None:
             on_anchor(walker)
-    walker.args = None
+    walker.args = walker.about = None
     _merge_each(walker)
 
 

@@ -1,0 +1,199 @@
+"""Guidance levels: goal-level requests (no calls, no reads, no wording dictated), decisions as
+business criteria, messages checked for their facts, and an outcome rubric that takes another
+valid plan and still fails wrong work."""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+
+import pytest
+from click.testing import CliRunner
+
+from compoenv.cli import main
+from compoenv.compose import Composer, ComposerConfig
+from compoenv.compose.choices import choose, plain
+from compoenv.compose.config import parse_guidance
+from compoenv.compose.difficulty import estimate
+from compoenv.compose.verify import replay
+from compoenv.registry import Registry
+from compoenv.reward import Outcome, mentions, score_rubric
+from compoenv.scenarios import Scenario, ScenarioError, ScenarioRegistry
+from compoenv.schema import Slot
+from compoenv.session import Session
+from compoenv.task import CallCriterion, Task
+from compoenv.world import World
+
+HOTEL_TEAM = {
+    "name": "team_rooms_and_dinner", "domain": "travel",
+    "persona": ["I arrange travel for visiting teams at {employer}."],
+    "goal": "A visiting team needs a room each in one hotel and to hear about it from me.",
+    "services": ["hotels", "contacts", "email"],
+    "stages": [
+        {"tools": ["hotels__search_hotels"], "take": "pick", "items": [3, 8],
+         "by": [{"field": "nightly_rate", "order": "min", "says": "the cheapest hotel"}]},
+        {"tools": ["contacts__list_contacts_at_company"], "take": "all", "fresh": True},
+        {"tools": ["hotels__book_hotel"], "each": True},
+        {"tools": ["email__send_email"], "each": True,
+         "about": "their room at the hotel",
+         "args": {"subject": "Your room", "body": "Your room is booked for the visit."}},
+    ],
+    "rules": [], "report": [0, 1]}
+
+
+def _composer(guidance: str, scenario: dict = HOTEL_TEAM) -> Composer:
+    pool = ScenarioRegistry([Scenario.model_validate(scenario)])
+    return Composer(config=ComposerConfig(scenarios=(str(scenario["name"]),),
+                                          difficulty=(("hard", 1.0),),
+                                          guidance=((guidance, 1.0),)), scenarios=pool)
+
+
+@lru_cache(maxsize=None)
+def _tasks(guidance: str, n: int = 3) -> tuple[Task, ...]:
+    composer = _composer(guidance)
+    return tuple(composer.sample(seed) for seed in range(n))
+
+
+@lru_cache(maxsize=None)
+def _defaults(n: int = 12) -> tuple[Task, ...]:
+    composer = Composer(config=ComposerConfig(
+        scenarios=tuple(ScenarioRegistry.default().names()), distractors=4))
+    return tuple(composer.sample(seed) for seed in range(n))
+
+
+_QUALIFIED = re.compile(r"\b[a-z][a-z0-9_]*__[a-z0-9_]+\b")
+
+
+def test_default_tasks_are_goal_level_and_dictate_no_read() -> None:
+    registry = Registry.default()
+    for task in _defaults():
+        assert task.guidance == "goal"
+        request = task.instruction.split("Request: ")[-1]
+        assert " Then " not in request and not request.startswith("Then")
+        assert not _QUALIFIED.search(task.instruction)
+        reads = [c for c in task.solution if registry.spec(c.name).read_only]
+        for call in reads:  # no read is asked for by its phrase
+            spec = registry.spec(call.name)
+            verb = (spec.phrase or "").split(" {")[0]
+            if len(verb.split()) >= 3:
+                assert verb not in request, (verb, request)
+        # no credit for reads, and every required criterion is about the outcome
+        assert not any(c.kind == "call" and registry.spec(c.name).read_only
+                       for c in task.rubric)
+
+
+def test_the_same_seed_is_the_same_job_at_every_level() -> None:
+    goal, steps, hints = _tasks("goal"), _tasks("steps"), _tasks("hints")
+    for g, s, h in zip(goal, steps, hints):
+        assert g.solution == s.solution == h.solution
+        assert (g.guidance, s.guidance, h.guidance) == ("goal", "steps", "hints")
+        assert "Then " in s.instruction and "Then " not in g.instruction
+        assert "Hint: it helps to " in h.instruction and "Hint" not in g.instruction
+        assert estimate(g) > estimate(h) > estimate(s)
+
+
+def test_a_goal_request_states_the_decision_and_asks_for_the_message_by_its_facts() -> None:
+    for task in _tasks("goal"):
+        assert "Go with the cheapest hotel in " in task.instruction
+        assert "about their room at the hotel, naming the hotel" in task.instruction
+        assert "Your room is booked" not in task.instruction  # the wording is the agent's
+        named = [c for c in task.rubric if isinstance(c, CallCriterion) and c.mentions]
+        sends = [c for c in task.solution if c.name == "email__send_email"]
+        assert len(named) == len(sends) >= 2
+        hotel = task.solution[0].arguments  # the search
+        assert hotel and all(c.mentions == named[0].mentions for c in named)
+        assert "Your room" not in json.dumps([c.model_dump() for c in task.rubric])
+
+
+def _play(task: Task, calls: list[tuple[str, dict]], message: str) -> float:
+    session = Session.for_names(task.services + task.distractors,
+                                World.get(task.seed, task.today()))
+    for name, args in calls:
+        session.call(name, args)
+    return score_rubric(task.rubric, Outcome(session, message, task.instruction)).rubric_score
+
+
+def _with_words(task: Task, body: str) -> list[tuple[str, dict]]:
+    return [(c.name, {**c.arguments, "subject": "Hi", "body": body}
+             if c.name == "email__send_email" else c.arguments) for c in task.solution]
+
+
+def test_any_wording_carrying_the_facts_passes_and_a_message_without_them_fails() -> None:
+    for task in _tasks("goal"):
+        hotel = next(c for c in task.rubric if isinstance(c, CallCriterion)
+                     and c.mentions).mentions[0]
+        message = "Done. " + "; ".join(task.answer) + "."
+        assert replay(task).rubric_score == 1.0
+        assert _play(task, _with_words(task, f"All set at {hotel} for you."), message) == 1.0
+        assert _play(task, _with_words(task, "All set for you."), message) < 1.0
+        # another hotel's name is not this one's
+        assert _play(task, _with_words(task, "All set at the Grand Plaza."), message) < 1.0
+
+
+def test_steps_tasks_still_check_the_dictated_wording() -> None:
+    for task in _tasks("steps"):
+        message = "Done. " + "; ".join(task.answer) + "."
+        assert _play(task, [(c.name, c.arguments) for c in task.solution], message) == 1.0
+        assert _play(task, _with_words(task, "Other words."), message) < 1.0
+
+
+def test_wrong_work_fails_a_goal_task() -> None:
+    """Another hotel booked for one person, one person skipped: both fail."""
+    for task in _tasks("goal"):
+        message = "Done. " + "; ".join(task.answer) + "."
+        books = [i for i, c in enumerate(task.solution) if c.name == "hotels__book_hotel"]
+        calls = [(c.name, dict(c.arguments)) for c in task.solution]
+        hotels = Session.for_names(task.services, World.get(task.seed, task.today())).call(
+            task.solution[0].name, task.solution[0].arguments)["data"]
+        booked = calls[books[0]][1]["hotel_id"]
+        other = next(h["id"] for h in hotels if h["id"] != booked)
+        wrong = [(n, {**a, "hotel_id": other} if k == books[0] else a)
+                 for k, (n, a) in enumerate(calls)]
+        assert _play(task, wrong, message) < 1.0
+        skipped = [x for k, x in enumerate(calls) if k != books[-1]]
+        assert _play(task, skipped, message) < 1.0
+
+
+def test_near_ties_leave_no_single_choice() -> None:
+    slot = Slot("Money", ("*", "price"), role="price")
+    assert choose([{"price": 100.0}, {"price": 150.0}], slot, "min") == (0, "")
+    assert choose([{"price": 100.0}, {"price": 101.0}], slot, "min") == (None, "tied_pick")
+    assert choose([{"price": 100.0}, {"price": 100.0}], slot, "max") == (None, "tied_pick")
+    when = Slot("DateTime", ("*", "start"), role="event_date")
+    assert choose([{"start": "2026-03-20T10:00"}, {"start": "2026-03-20T10:30"}], when,
+                  "min") == (None, "tied_pick")
+    assert choose([{"start": "2026-03-20T10:00"}, {"start": "2026-03-20T14:30"}], when,
+                  "max") == (1, "")
+    assert plain(slot, "min", "hotel", {}) == "the cheapest hotel"
+    assert plain(Slot("Money", ("*", "x"), role=None), "min", "hotel", {}) is None
+
+
+def test_a_pick_criterion_must_be_an_orderable_field_of_a_pick_stage() -> None:
+    bad_field = json.loads(json.dumps(HOTEL_TEAM))
+    bad_field["stages"][0]["by"][0]["field"] = "stars_rating"
+    with pytest.raises(ScenarioError, match="cannot pick by 'stars_rating'"):
+        Scenario.model_validate(bad_field).check(Registry.default())
+    not_a_pick = json.loads(json.dumps(HOTEL_TEAM))
+    not_a_pick["stages"][1]["by"] = [{"field": "x", "order": "min", "says": "the first one"}]
+    with pytest.raises(ValueError, match="'by' gives the criteria of a take='pick' stage"):
+        Scenario.model_validate(not_a_pick)
+
+
+def test_guidance_flags() -> None:
+    assert parse_guidance("goal") == (("goal", 1.0),)
+    assert parse_guidance("mix=goal=0.8,steps=0.2") == (("goal", 0.8), ("steps", 0.2))
+    for bad in ("plan", "mix=goal=x", "mix=goal=0", "mix=chat=1"):
+        with pytest.raises(ValueError):
+            parse_guidance(bad)
+    result = CliRunner().invoke(main, ["generate", "--num", "1", "--guidance", "plan", "-o",
+                                       "/dev/null"])
+    assert result.exit_code == 2 and "--guidance" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_mentions_reads_every_text_argument_as_whole_words() -> None:
+    assert mentions(["Hotel Aurora"], {"subject": "Your room", "body": "at hotel aurora!"})
+    assert mentions(["Hotel Aurora"], {"subject": "Hotel Aurora", "body": "see you"})
+    assert not mentions(["Aurora"], {"body": "at Auroras"})
+    assert not mentions(["Hotel Aurora"], {"to": 3, "body": "see you"})
