@@ -51,3 +51,41 @@ def test_an_unreachable_endpoint_keeps_the_template():
         url = srv.url
     task = next(composer(url).generate(1, seed=1))
     assert "rewrite" not in task.recorded and task.instruction
+
+
+def _goal_composer(url: str) -> Composer:
+    endpoint = EndpointConfig(base_url=url, model="tiny", timeout_s=2.0, max_retries=0)
+    return Composer(config=ComposerConfig(rewrite=endpoint, scenarios=("team_hotel_block",),
+                                          guidance=(("goal", 1.0),)))
+
+
+def test_a_goal_request_rewrite_keeps_its_facts_and_leaks_nothing():
+    """A goal-level request rewritten: kept when every stated fact survives; refused when a
+    value the agent must find (the chosen hotel's name) is added, or a fact is dropped."""
+    with ChatServer(responder=lambda r: "Hello there. " + draft(r)) as srv:
+        c = _goal_composer(srv.url)
+        task = next(c.generate(1, seed=2))
+    assert task.guidance == "goal" and task.instruction.startswith("Hello there.")
+    assert replay(task).rubric_score == 1.0
+    template = task.recorded["rewrite"]["template"]
+    hotel = next(c.mentions[0] for c in task.rubric if getattr(c, "mentions", None)) \
+        if any(getattr(c, "mentions", None) for c in task.rubric) else None
+
+    def leaky(request: dict) -> str:
+        return draft(request) + f" The hotel is {hotel or task.answer[0]}."
+
+    with ChatServer(responder=leaky) as srv:
+        c = _goal_composer(srv.url)
+        leaked = next(c.generate(1, seed=2))
+    assert "rewrite" not in leaked.recorded and leaked.instruction == template
+    assert c.rewrite_stats.rejected["leaked_value"] >= 1
+
+    def dropping(request: dict) -> str:
+        text = draft(request)
+        return text.replace(next(w for w in text.split() if w[:1].isdigit()), "soon")
+
+    with ChatServer(responder=dropping) as srv:
+        c = _goal_composer(srv.url)
+        dropped = next(c.generate(1, seed=2))
+    assert "rewrite" not in dropped.recorded
+    assert c.rewrite_stats.rejected["missing_value"] >= 1

@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 from compoenv.compose.context import context_line
 from compoenv.compose.render import render_instruction
-from compoenv.compose.rewrite import RewriteStats, rewrite_instruction
+from compoenv.compose.rewrite import RewriteStats, keeps, rewrite_instruction
 from compoenv.compose.difficulty import DifficultyMix, estimate, level
 from compoenv.compose.rubric import answer_text, build_rubric
 from compoenv.compose.jobs import job_task
@@ -116,6 +116,9 @@ class Composer:
         stated = {str(b.value) for s in walk.steps for b in s.bindings
                   if b.source is None and not isinstance(b.value, (list, dict))}
         keep = sorted(stated | {f"{x:g}" for x in walk.literals})
+        # what the template states (a goal-level request leaves out the values of the
+        # lookups it leaves to the agent): each must survive the rewrite
+        keep = [v for v in keep if keeps(task.instruction, v)]
         found = {str(b.value) for s in walk.steps for b in s.bindings if b.source is not None}
         forbid = sorted((found - stated) | set(task.answer) | {answer_text(v) for v in walk.hidden})
         text = rewrite_instruction(task.instruction, keep, forbid, self._client,

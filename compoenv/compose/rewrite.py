@@ -12,7 +12,7 @@ from decimal import Decimal, InvalidOperation
 from compoenv.llm import ChatClient, LLMError
 
 __all__ = ["REJECT_REASONS", "SYSTEM_PROMPT", "RewriteStats", "check_rewrite",
-           "rewrite_instruction"]
+           "rewrite_instruction", "keeps"]
 
 logger = logging.getLogger(__name__)
 
@@ -24,7 +24,9 @@ request was assembled from templates and reads mechanically. Rewrite it as ONE n
 coherent paragraph written by the user, in the first person, addressed to the assistant.
 
 Rules:
-- Keep every step, and keep the order in which one step depends on another.
+- Keep everything the draft asks for: every step or outcome, every decision, rule and \
+question, and the order in which one step depends on another. If the draft states a goal \
+rather than steps, do not turn it into steps: say no more about how to do it than it does.
 - Keep every quoted text, name, email address, phone number, number, amount, date, time and \
 identifier exactly as written, character for character.
 - Add no new facts, values, names, reasons or steps. Do not guess or answer anything.
@@ -86,7 +88,7 @@ def _numbers(text: str) -> list[Decimal]:
     return [n for m in _NUMBER.finditer(text) if (n := _number(m.group())) is not None]
 
 
-def _keeps(text: str, value: str) -> bool:
+def keeps(text: str, value: str) -> bool:
     """``value`` occurs in ``text`` as a whole phrase (case-insensitive), or, for a number,
     the same number appears however it is formatted ("236.1" = "236.10" = "236.100")."""
     number = _number(value)
@@ -130,7 +132,7 @@ def check_rewrite(original: str, rewrite: str, keep: Sequence[str],
     if not _MIN_RATIO <= ratio <= _MAX_RATIO:
         return "length", f"{ratio:.2f}x the original"
     for value in keep:
-        if not _keeps(flat, str(value)):
+        if not keeps(flat, str(value)):
             return "missing_value", str(value)
     for value in forbid:
         if _count(flat, str(value)) > _count(original, str(value)):
