@@ -206,6 +206,7 @@ class CompoWorldEnv(gym.Env[str, str]):
         self._gateway: Any = None  # the episode's Gateway, in gateway mode
         self.messages: list[dict[str, Any]] = []
         self._steps = 0
+        self._call_ids: set[str] = set()  # the episode's tool-call ids, unique in its transcript
         self._done = False
         self._last_obs = ""
         self._result: RubricResult | None = None
@@ -238,6 +239,7 @@ class CompoWorldEnv(gym.Env[str, str]):
                          {"role": "user", "content": task.instruction}]
         self._task_view, self._task_nested = _TASK_VIEWS(task)
         self._steps, self._done, self._result = 0, False, None
+        self._call_ids = set()
         self._last_obs = bounded(reset_observation(system, listing, task.instruction))
         return self._last_obs, self._info()
 
@@ -323,17 +325,28 @@ class CompoWorldEnv(gym.Env[str, str]):
                 name = call.name
                 entry = to_openai_tool_calls((call,))[0]
                 result = self._dispatch(name, call.arguments)
+            entry["id"] = call_id = self._call_id(call.id)
             tool_calls.append(entry)
             content = render_result(result)
             if len(content) > SAFE_OUTPUT_CHARS:  # long: cut to its share of the observation
                 content = render_result(result, tool_output_limit(outputs, len(parsed.calls)))
-            self.messages.append({"role": "tool", "tool_call_id": call.id, "name": name[:200],
+            self.messages.append({"role": "tool", "tool_call_id": call_id, "name": name[:200],
                                   "content": content})
             outputs.append(f"<tool_response>\n{content}\n</tool_response>")  # TOOL_RESPONSE
         self._last_obs = bounded("\n".join(outputs))  # already fits: a last guard
         if self._steps >= self.max_steps:
             return self._finish("", terminated=False)
         return self._last_obs, 0.0, False, False, self._info()
+
+    def _call_id(self, given: str) -> str:
+        """The call's id in the transcript: the one it came with, unless an earlier call of
+        the episode has it (text formats number calls within an action, so every action's
+        first call is ``call_0``); then ``call_<n>``, n counting the episode's calls."""
+        call_id, n = given, len(self._call_ids)
+        while call_id in self._call_ids:
+            call_id, n = f"call_{n}", n + 1
+        self._call_ids.add(call_id)
+        return call_id
 
     def _dispatch(self, name: str, arguments: Any) -> ToolResult:
         if self._gateway is not None:
