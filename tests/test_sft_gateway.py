@@ -14,9 +14,11 @@ from compoenv.agents import OracleAgent
 from compoenv.cli import main
 from compoenv.compose.config import ComposerConfig
 from compoenv.compose.generator import Composer
-from compoenv.env import CompoWorldEnv
+from compoenv.agents.oracle import oracle_plan
+from compoenv.env import CompoWorldEnv, steps_for
 from compoenv.registry import Registry
 from compoenv.rollout import run_episode
+from compoenv.scenarios import resolve
 from compoenv.service import split_qualified
 from compoenv.sft import oracle_sft
 from compoenv.task import Task
@@ -249,3 +251,20 @@ def test_cli_writes_discovering_trajectories_in_either_argument_form(tmp_path):
                                        str(tmp_path / "plain.jsonl")])
     summary = json.loads(result.output)
     assert summary["tool_calls"] == summary["real_tool_calls"]
+
+
+def test_the_default_gateway_step_limit_leaves_room_to_discover(tmp_path):
+    """Long tasks (scenarios, as `compoenv generate` makes by default): a discovering agent
+    is not cut off by the default step limit in gateway mode; direct mode keeps its limit."""
+    config = ComposerConfig(scenarios=resolve("all", Registry.default().names()), distractors=3)
+    tasks = list(Composer(config=config).generate(2, seed=5))
+    gateway = CompoWorldEnv(tasks, mode="gateway")
+    direct = CompoWorldEnv(tasks)
+    assert direct.max_steps == max(20, max(len(t.solution) for t in tasks) + 4)
+    assert gateway.max_steps > direct.max_steps
+    # the direct limit would cut the discovering oracle off
+    assert any(len(oracle_plan(t, True, True)) + 1 > steps_for([t]) for t in tasks)
+    for i in range(len(tasks)):
+        record = run_episode(gateway, OracleAgent(discover=True), options={"index": i})
+        assert record["meta"]["finish_reason"] == "stop" and record["meta"]["score"] == 1.0
+        assert record["meta"]["n_steps"] <= gateway.max_steps
