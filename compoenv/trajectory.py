@@ -136,9 +136,11 @@ class Trajectory(_Strict):
     """One episode: ``tools``, ``messages``, ``meta`` and ``source``.
 
     Beyond field types it checks that the conversation is well formed: a user turn comes
-    before the first assistant turn, every tool message answers a call of the assistant turn
-    before it (by ``tool_call_id``), every call is answered once, and ``meta.n_tool_calls``
-    counts the calls.
+    before the first assistant turn, tool-call ids are unique within the conversation, every
+    tool message answers a call of the assistant turn before it (by ``tool_call_id``), every
+    call is answered once, ``meta.n_tool_calls`` counts the calls and
+    ``meta.n_real_tool_calls`` (when given) those that reach a service's tool (every call
+    but the gateway's list_services, list_tools and describe_tool).
     """
 
     tools: list[ToolDefinition]
