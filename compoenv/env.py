@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import threading
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -35,11 +36,35 @@ STEP_SLACK = 4  # beyond one action per solution call: the final answer and a fe
 SCENARIO_MIN_STEPS = 48  # composed scenario tasks are long
 
 
-def steps_for(tasks: Sequence[Task], floor: int = DEFAULT_MAX_STEPS) -> int:
+def steps_for(tasks: Sequence[Task], floor: int = DEFAULT_MAX_STEPS,
+              gateway: bool = False) -> int:
     """Enough actions for the longest solution of ``tasks`` (one call an action, the final
-    answer and a little slack), and never fewer than ``floor``: the default ``max_steps``."""
-    longest = max((len(t.solution) for t in tasks), default=0)
-    return max(floor, longest + STEP_SLACK)
+    answer and a little slack), and never fewer than ``floor``: the default ``max_steps``.
+    With ``gateway``, a solution's calls include the discovery before them (list_services,
+    list_tools of each service it uses, describe_tool of each tool: ``oracle_plan``)."""
+    return max(floor, _longest(tasks, gateway) + STEP_SLACK)
+
+
+_GATEWAY_LONGEST: dict[int, tuple[Sequence[Task], int]] = {}  # a shared task tuple's, by id
+_GATEWAY_LOCK = threading.Lock()
+
+
+def _longest(tasks: Sequence[Task], gateway: bool) -> int:
+    """The most calls a task of ``tasks`` takes, discovery included with ``gateway``."""
+    if not gateway:
+        return max((len(t.solution) for t in tasks), default=0)
+    known = _GATEWAY_LONGEST.get(id(tasks))
+    if known is not None and known[0] is tasks:  # a task file's tuple, shared by every env
+        return known[1]
+    from compoenv.agents.oracle import oracle_plan
+
+    longest = max((len(oracle_plan(t, True, True)) for t in tasks), default=0)
+    if isinstance(tasks, tuple) and len(tasks) > 1:
+        with _GATEWAY_LOCK:
+            if len(_GATEWAY_LONGEST) >= 8:
+                _GATEWAY_LONGEST.pop(next(iter(_GATEWAY_LONGEST)))
+            _GATEWAY_LONGEST[id(tasks)] = (tasks, longest)
+    return longest
 
 
 # shared instances: a Text space builds a character index
@@ -116,7 +141,9 @@ class CompoWorldEnv(gym.Env[str, str]):
         max_steps: Actions per episode before truncation. Default: each episode gets enough
             for its own task's solution, one call an action, plus the final answer and some
             slack (``steps_for``), and never fewer than 20 (48 for composed scenario tasks);
-            before the first reset ``max_steps`` covers the longest solution of ``tasks``.
+            in gateway mode the solution's calls count the discovery before them
+            (list_services, then list_tools and describe_tool before first use); before the
+            first reset ``max_steps`` covers the longest solution of ``tasks``.
         reward: ``"rubric"`` (the reward is the rubric score) or ``"binary"`` (1.0 when every
             required criterion passes, else 0.0). When the episode ends, ``info`` holds
             ``rubric_score``, ``passed``, ``net_score`` and ``reward`` (docs/rubric.md).
@@ -186,6 +213,8 @@ class CompoWorldEnv(gym.Env[str, str]):
             where = f" ({tasks} has no tasks)" if isinstance(tasks, (str, Path)) else ""
             raise ValueError(f"tasks is empty{where}: give at least one task, or None to compose")
         self._min_steps = SCENARIO_MIN_STEPS if scenarios is not None else DEFAULT_MAX_STEPS
+        if mode == "gateway" and self.tasks is not None:  # room to discover the tools first
+            longest = _longest(self.tasks, True)
         self.max_steps: int = (max_steps if max_steps is not None
                                else max(self._min_steps, longest + STEP_SLACK))
         low, high = (hops, hops) if isinstance(hops, int) else hops
@@ -206,6 +235,7 @@ class CompoWorldEnv(gym.Env[str, str]):
         self._gateway: Any = None  # the episode's Gateway, in gateway mode
         self.messages: list[dict[str, Any]] = []
         self._steps = 0
+        self._call_ids: set[str] = set()  # the episode's tool-call ids, unique in its transcript
         self._done = False
         self._last_obs = ""
         self._result: RubricResult | None = None
@@ -220,7 +250,7 @@ class CompoWorldEnv(gym.Env[str, str]):
         names = task.services + task.distractors if self.mode == "gateway" else task.services
         self.task = task
         if self._fixed_steps is None:  # the limit follows the task of this episode
-            self.max_steps = steps_for((task,), self._min_steps)
+            self.max_steps = steps_for((task,), self._min_steps, self.mode == "gateway")
         # the episode's own world model access: its cache holds the agent's arguments
         self.session = Session([self.registry.get(n) for n in names], world,
                                self._simulator(task) or Simulator(OfflineWorldModel()))
@@ -238,6 +268,7 @@ class CompoWorldEnv(gym.Env[str, str]):
                          {"role": "user", "content": task.instruction}]
         self._task_view, self._task_nested = _TASK_VIEWS(task)
         self._steps, self._done, self._result = 0, False, None
+        self._call_ids = set()
         self._last_obs = bounded(reset_observation(system, listing, task.instruction))
         return self._last_obs, self._info()
 
@@ -323,17 +354,28 @@ class CompoWorldEnv(gym.Env[str, str]):
                 name = call.name
                 entry = to_openai_tool_calls((call,))[0]
                 result = self._dispatch(name, call.arguments)
+            entry["id"] = call_id = self._call_id(call.id)
             tool_calls.append(entry)
             content = render_result(result)
             if len(content) > SAFE_OUTPUT_CHARS:  # long: cut to its share of the observation
                 content = render_result(result, tool_output_limit(outputs, len(parsed.calls)))
-            self.messages.append({"role": "tool", "tool_call_id": call.id, "name": name[:200],
+            self.messages.append({"role": "tool", "tool_call_id": call_id, "name": name[:200],
                                   "content": content})
             outputs.append(f"<tool_response>\n{content}\n</tool_response>")  # TOOL_RESPONSE
         self._last_obs = bounded("\n".join(outputs))  # already fits: a last guard
         if self._steps >= self.max_steps:
             return self._finish("", terminated=False)
         return self._last_obs, 0.0, False, False, self._info()
+
+    def _call_id(self, given: str) -> str:
+        """The call's id in the transcript: the one it came with, unless an earlier call of
+        the episode has it (text formats number calls within an action, so every action's
+        first call is ``call_0``); then ``call_<n>``, n counting the episode's calls."""
+        call_id, n = given, len(self._call_ids)
+        while call_id in self._call_ids:
+            call_id, n = f"call_{n}", n + 1
+        self._call_ids.add(call_id)
+        return call_id
 
     def _dispatch(self, name: str, arguments: Any) -> ToolResult:
         if self._gateway is not None:

@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from compoenv.agents import OracleAgent
+from compoenv.agents.oracle import oracle_plan
 from compoenv.env import MODES
 from compoenv.registry import Registry
 from compoenv.rollout import AgentFactory, run_rollouts
 from compoenv.service import ToolSpec
 from compoenv.task import Task
-from compoenv.trajectory import Trajectory, iter_trajectories
+from compoenv.trajectory import ARGUMENT_FORMS, Trajectory, arguments_as, iter_trajectories
 from compoenv.untrusted import neutralise
 
 __all__ = ["THOUGHT_STYLES", "add_thoughts", "oracle_sft", "keep_passing", "filter_trajectories"]
@@ -96,7 +97,10 @@ def _inner(name: str, arguments: Any) -> tuple[str, dict[str, Any]]:
     return name, args
 
 
-def _loads(text: str) -> Any:
+def _loads(text: Any) -> Any:
+    """A call's arguments as an object (given as one, or as its JSON text)."""
+    if not isinstance(text, str):
+        return text
     try:
         return json.loads(text)
     except json.JSONDecodeError:
@@ -222,9 +226,15 @@ def add_thoughts(record: dict[str, Any] | Trajectory, *, style: str = "reasoning
 def oracle_sft(tasks: Sequence[Task | dict[str, Any]], *, mode: str = "direct",
                style: str = "reasoning", workers: int | None = 1, ray_address: str | None = None,
                env_kwargs: dict[str, Any] | None = None, registry: Registry | None = None,
-               progress: Callable[[int], None] | None = None, verify: bool = True
+               progress: Callable[[int], None] | None = None, verify: bool = True,
+               discover: bool = True, arguments: str = "object"
                ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The oracle's trajectories of ``tasks`` that pass the rubric, with thoughts added.
+
+    In gateway mode the oracle discovers before it acts, as an agent that knows nothing of
+    the tools must: one ``list_services`` call, ``list_tools`` of each service the solution
+    uses before its first tool is called, ``describe_tool`` before each tool's first call,
+    then the ``call_tool`` calls; every result is the gateway's real answer in the episode.
 
     A task file is data from anywhere: with ``verify`` each task is verified first (the
     checks a composed task passes: the oracle scores 1.0, an empty run fails, ...), and an
@@ -241,6 +251,10 @@ def oracle_sft(tasks: Sequence[Task | dict[str, Any]], *, mode: str = "direct",
         progress: Called with the number of finished episodes.
 
         verify: Verify each task before playing it.
+        discover: In gateway mode, discover before acting (above); without, the oracle
+            calls the solution's tools through ``call_tool`` straight away.
+        arguments: Tool-call arguments as JSON objects (``"object"``, the published format)
+            or their JSON text (``"string"``); see trajectory.arguments_as.
 
     Returns:
         ``(records, counts)``: the passing records in task order, and
@@ -251,6 +265,8 @@ def oracle_sft(tasks: Sequence[Task | dict[str, Any]], *, mode: str = "direct",
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     if style not in THOUGHT_STYLES:
         raise ValueError(f"style must be one of {THOUGHT_STYLES}, got {style!r}")
+    if arguments not in ARGUMENT_FORMS:
+        raise ValueError(f"arguments must be one of {ARGUMENT_FORMS}, got {arguments!r}")
     coerced = [Task.coerce(t) for t in tasks]
     unverified: dict[str, str] = {}
     if verify:
@@ -267,12 +283,15 @@ def oracle_sft(tasks: Sequence[Task | dict[str, Any]], *, mode: str = "direct",
         return [], {"episodes": 0, "passed": 0, "failed": 0, "failed_tasks": [],
                     "unverified": unverified}
     kwargs = {**(env_kwargs or {}), "mode": mode}
+    gateway = mode == "gateway"
     if "max_steps" not in kwargs:  # the oracle makes one call per step, then answers
-        kwargs["max_steps"] = max([20] + [len(t.solution) + 1 for t in coerced])
-    records = run_rollouts(coerced, AgentFactory(OracleAgent), env_kwargs=kwargs, workers=workers,
-                           ray_address=ray_address, source="compoenv-oracle", progress=progress)
-    kept = [add_thoughts(r, style=style, registry=registry) for r in records
-            if r["meta"]["score"] == 1.0]
+        kwargs["max_steps"] = max([20] + [len(oracle_plan(t, gateway, discover)) + 1
+                                          for t in coerced])
+    records = run_rollouts(coerced, AgentFactory(OracleAgent, {"discover": discover}),
+                           env_kwargs=kwargs, workers=workers, ray_address=ray_address,
+                           source="compoenv-oracle", progress=progress)
+    kept = [arguments_as(add_thoughts(r, style=style, registry=registry), arguments)
+            for r in records if r["meta"]["score"] == 1.0]
     failed = [r["meta"]["task_id"] for r in records if r["meta"]["score"] != 1.0]
     return kept, {"episodes": len(records), "passed": len(kept), "failed": len(failed),
                   "failed_tasks": failed, "unverified": unverified}

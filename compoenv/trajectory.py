@@ -13,7 +13,10 @@ from compoenv.task import iter_jsonl
 
 __all__ = ["Trajectory", "TrajectoryMeta", "call_counts", "discover_mode", "AssistantMessage",
            "ToolMessage", "ToolCallEntry", "TrajectoryFileError", "iter_trajectories",
-           "load_trajectories", "save_trajectories", "chat_inputs"]
+           "load_trajectories", "save_trajectories", "chat_inputs", "ARGUMENT_FORMS",
+           "arguments_as"]
+
+ARGUMENT_FORMS = ("object", "string")  # tool-call arguments: a JSON object, or its JSON text
 
 
 class _Strict(BaseModel):
@@ -21,18 +24,18 @@ class _Strict(BaseModel):
 
 
 class FunctionCall(_Strict):
-    """A called function: its name and its arguments as JSON text (raw text for a call the
-    env could not parse)."""
+    """A called function: its name and its arguments, a JSON object (the published format)
+    or its JSON text (the OpenAI form); a call the env could not parse keeps its raw text."""
 
     name: str
-    arguments: str
+    arguments: dict[str, Any] | str
 
     @field_validator("arguments", mode="before")
     @classmethod
-    def _text(cls, value: Any) -> Any:
-        if not isinstance(value, str):
-            raise ValueError(f"arguments must be a JSON string (json.dumps of the object), got "
-                             f"{type(value).__name__}")
+    def _object_or_text(cls, value: Any) -> Any:
+        if not isinstance(value, (str, dict)):
+            raise ValueError(f"arguments must be a JSON object or its JSON text (json.dumps "
+                             f"of the object), got {type(value).__name__}")
         return value
 
 
@@ -133,9 +136,11 @@ class Trajectory(_Strict):
     """One episode: ``tools``, ``messages``, ``meta`` and ``source``.
 
     Beyond field types it checks that the conversation is well formed: a user turn comes
-    before the first assistant turn, every tool message answers a call of the assistant turn
-    before it (by ``tool_call_id``), every call is answered once, and ``meta.n_tool_calls``
-    counts the calls.
+    before the first assistant turn, tool-call ids are unique within the conversation, every
+    tool message answers a call of the assistant turn before it (by ``tool_call_id``), every
+    call is answered once, ``meta.n_tool_calls`` counts the calls and
+    ``meta.n_real_tool_calls`` (when given) those that reach a service's tool (every call
+    but the gateway's list_services, list_tools and describe_tool).
     """
 
     tools: list[ToolDefinition]
@@ -146,8 +151,9 @@ class Trajectory(_Strict):
     @model_validator(mode="after")
     def _conversation(self) -> Trajectory:
         open_ids: dict[str, str] = {}
+        first_seen: dict[str, int] = {}  # tool-call id -> the message that made the call
         seen_user = False
-        calls = 0
+        calls = real = 0
         for i, msg in enumerate(self.messages):
             if isinstance(msg, SystemMessage) and i:
                 raise ValueError(f"messages[{i}]: a system message may only come first")
@@ -159,11 +165,17 @@ class Trajectory(_Strict):
             if isinstance(msg, AssistantMessage):
                 if not seen_user:
                     raise ValueError(f"messages[{i}]: an assistant turn before any user turn")
-                ids = [c.id for c in msg.tool_calls or ()]
-                if len(set(ids)) != len(ids):
-                    raise ValueError(f"messages[{i}]: repeated tool call id in {ids}")
+                for call in msg.tool_calls or ():
+                    if call.id in first_seen:
+                        where = ("this turn" if first_seen[call.id] == i
+                                 else f"messages[{first_seen[call.id]}]")
+                        raise ValueError(f"messages[{i}]: tool call id {call.id!r} is used "
+                                         f"again (first in {where}); ids must be unique "
+                                         f"within a conversation")
+                    first_seen[call.id] = i
+                    real += call.function.name not in _DISCOVERY
                 open_ids = {c.id: c.function.name for c in msg.tool_calls or ()}
-                calls += len(ids)
+                calls += len(open_ids)
             elif isinstance(msg, ToolMessage):
                 if msg.tool_call_id not in open_ids:
                     raise ValueError(f"messages[{i}]: tool message answers "
@@ -179,6 +191,11 @@ class Trajectory(_Strict):
         if calls != self.meta.n_tool_calls:
             raise ValueError(f"meta.n_tool_calls is {self.meta.n_tool_calls} but the messages "
                              f"hold {calls} tool calls")
+        if self.meta.n_real_tool_calls is not None and real != self.meta.n_real_tool_calls:
+            raise ValueError(f"meta.n_real_tool_calls is {self.meta.n_real_tool_calls} but the "
+                             f"messages hold {real} calls that reach a service's tool (of "
+                             f"{calls} calls; list_services, list_tools and describe_tool "
+                             f"do not count)")
         return self
 
     def to_record(self) -> dict[str, Any]:
@@ -206,19 +223,71 @@ def load_trajectories(path: str | Path) -> list[Trajectory]:
     return list(iter_trajectories(path))
 
 
-def save_trajectories(records: Iterable[Trajectory | dict[str, Any]], path: str | Path) -> int:
+def save_trajectories(records: Iterable[Trajectory | dict[str, Any]], path: str | Path, *,
+                      arguments: str = "object") -> int:
     """Validate and write records as JSONL; returns how many were written.
+
+    Args:
+        records: Trajectories (models or records).
+        path: The JSONL file to write.
+        arguments: Tool-call arguments as JSON objects (``"object"``, the published format)
+            or as their JSON text (``"string"``, the OpenAI form); see arguments_as.
 
     Raises:
         ValidationError: a record is not a valid Trajectory (nothing after it is written).
+        ValueError: an unknown ``arguments`` form.
     """
+    _check_form(arguments)
     count = 0
     with open(path, "w", encoding="utf-8") as fh:
         for record in records:
             model = record if isinstance(record, Trajectory) else Trajectory.model_validate(record)
-            fh.write(json.dumps(model.to_record(), ensure_ascii=False) + "\n")
+            data = arguments_as(model.to_record(), arguments)
+            fh.write(json.dumps(data, ensure_ascii=False) + "\n")
             count += 1
     return count
+
+
+def _check_form(form: str) -> None:
+    if form not in ARGUMENT_FORMS:
+        raise ValueError(f"arguments must be one of {ARGUMENT_FORMS}, got {form!r}")
+
+
+def arguments_as(record: Trajectory | dict[str, Any], form: str = "object") -> dict[str, Any]:
+    """The record with every tool call's ``arguments`` in one form (the record itself is
+    not modified).
+
+    ``"object"``: a JSON object, as in the published CompoWorld data (JSON text that holds an
+    object is parsed). ``"string"``: its JSON text, the OpenAI chat-completions form
+    (``json.dumps`` of an object). Either way, the raw text of a call the env could not
+    parse (not a JSON object) stays the text it was.
+
+    Raises:
+        ValueError: an unknown form.
+    """
+    _check_form(form)
+    data = record.to_record() if isinstance(record, Trajectory) else record
+    messages = []
+    for msg in data["messages"]:
+        if msg.get("role") == "assistant" and msg.get("tool_calls"):
+            msg = {**msg, "tool_calls": [
+                {**c, "function": {**c["function"], "arguments": _in_form(
+                    c["function"]["arguments"], form)}} for c in msg["tool_calls"]]}
+        messages.append(msg)
+    return {**data, "messages": messages}
+
+
+def _in_form(arguments: Any, form: str) -> Any:
+    if form == "string":
+        return json.dumps(arguments, ensure_ascii=False) if isinstance(arguments, dict) \
+            else arguments
+    if isinstance(arguments, str):
+        try:
+            value = json.loads(arguments)
+        except json.JSONDecodeError:
+            return arguments
+        return value if isinstance(value, dict) else arguments
+    return arguments
 
 
 def chat_inputs(record: Trajectory | dict[str, Any], parse_arguments: bool = False
@@ -226,7 +295,8 @@ def chat_inputs(record: Trajectory | dict[str, Any], parse_arguments: bool = Fal
     """``(messages, tools)`` for ``tokenizer.apply_chat_template(messages, tools=tools)``.
 
     Args:
-        record: A trajectory (a model, a record dict, or a row loaded by ``datasets``).
+        record: A trajectory (a model, a record dict, or a row loaded by ``datasets``), its
+            arguments in either form.
         parse_arguments: Give tool-call arguments as objects instead of JSON text; templates
             such as Llama 3.1's need objects (Qwen's accept both).
     """
@@ -234,14 +304,17 @@ def chat_inputs(record: Trajectory | dict[str, Any], parse_arguments: bool = Fal
     messages = []
     for msg in data["messages"]:
         msg = {k: v for k, v in msg.items() if v is not None}
-        if parse_arguments and msg.get("tool_calls"):
+        if msg.get("tool_calls"):
             msg["tool_calls"] = [{**c, "function": {**c["function"], "arguments": _object(
-                c["function"]["arguments"])}} for c in msg["tool_calls"]]
+                c["function"]["arguments"]) if parse_arguments else _in_form(
+                c["function"]["arguments"], "string")}} for c in msg["tool_calls"]]
         messages.append(msg)
     return messages, list(data["tools"])
 
 
-def _object(arguments: str) -> dict[str, Any]:
+def _object(arguments: Any) -> dict[str, Any]:
+    if isinstance(arguments, dict):
+        return arguments
     try:
         value = json.loads(arguments)
     except json.JSONDecodeError:

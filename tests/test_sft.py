@@ -48,7 +48,7 @@ def test_records_have_exactly_the_design_format(direct, tasks):
             assert isinstance(message["content"], str)
             for call in message.get("tool_calls", []):
                 assert set(call) == {"id", "type", "function"} and call["type"] == "function"
-                assert isinstance(json.loads(call["function"]["arguments"]), dict)
+                assert isinstance(call["function"]["arguments"], dict)  # as published
         Trajectory.model_validate(record)
 
 
@@ -171,7 +171,9 @@ def _bad(record: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("path, value, message", [
-    ("messages.2.tool_calls.0.function.arguments", {"a": 1}, "arguments must be a JSON string"),
+    ("messages.2.tool_calls.0.function.arguments", 5, "arguments must be a JSON object or its"),
+    ("messages.4.tool_calls.0.id", "call_0", "tool call id 'call_0' is used again"),
+    ("meta.n_real_tool_calls", 0, "meta.n_real_tool_calls is 0 but the messages hold"),
     ("messages.1.content", None, "valid string"),
     ("messages.3.tool_call_id", "call_9", "does not call"),
     ("messages.3.name", "other", "differs from the called function"),

@@ -2,10 +2,14 @@
 
     compoenv sft -o sft.jsonl                          # 100 composed tasks, oracle trajectories
     compoenv sft --tasks tasks.jsonl --mode gateway -o sft.jsonl --workers 8
+    compoenv sft --num 50 --mode gateway --arguments-as string -o sft.jsonl
     compoenv sft --tasks tasks.jsonl --trajectories runs.jsonl -o sft.jsonl --ray auto
 
 Only trajectories that pass the rubric (every required criterion) are written, in the format
-of docs/architecture.md; the counts go to stdout (a table, or JSON with ``--json``).
+of docs/architecture.md; the counts go to stdout (a table, or JSON with ``--json``). In
+gateway mode the oracle discovers before it acts (list_services, list_tools of each service it
+uses, describe_tool before a tool's first call); ``--arguments-as`` picks the tool-call
+arguments' form (JSON objects by default, as the published data has them).
 """
 
 from __future__ import annotations
@@ -38,6 +42,13 @@ __all__ = ["sft"]
               default="reasoning", show_default=True,
               help="Where the oracle's thoughts go: reasoning_content, the text before the "
                    "calls, or nowhere.")
+@click.option("--discovery/--no-discovery", default=True, show_default=True,
+              help="Gateway mode: the oracle lists services, lists the tools of those it uses "
+                   "and describes each tool before its first call (or calls straight away).")
+@click.option("--arguments-as", "arguments", type=click.Choice(["object", "string"]),
+              default="object", show_default=True,
+              help="Tool-call arguments as JSON objects (the published format) or as their "
+                   "JSON text (the OpenAI form).")
 @click.option("--trajectories", "trajectory_paths", multiple=True,
               type=click.Path(exists=True, dir_okay=False),
               help="Also keep the passing trajectories of this JSONL file (any agent's; "
@@ -51,13 +62,14 @@ __all__ = ["sft"]
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 @library_option
 def sft(output: Any, tasks_path: str | None, num: int | None, mode: str, thoughts: str,
-        trajectory_paths: tuple[str, ...], min_rubric_score: float | None, workers: int | None,
+        discovery: bool, arguments: str, trajectory_paths: tuple[str, ...],
+        min_rubric_score: float | None, workers: int | None,
         ray_address: str | None, as_json: bool, **flags: Any) -> None:
     """Write verified trajectories (oracle and passing agent runs) as SFT data."""
     from compoenv.registry import Registry
     from compoenv.sft import filter_trajectories, oracle_sft
     from compoenv.task_check import load_checked
-    from compoenv.trajectory import save_trajectories
+    from compoenv.trajectory import call_counts, save_trajectories
 
     if tasks_path and num is not None:
         raise click.UsageError("give --tasks FILE or --num N, not both")
@@ -68,7 +80,8 @@ def sft(output: Any, tasks_path: str | None, num: int | None, mode: str, thought
     seed, world_model = flags.pop("seed"), flags["world_model"]
     config = composer_config(**flags)  # a bad flag or world model is a usage error, up front
     start = time.perf_counter()
-    summary: dict[str, Any] = {"output": str(output), "mode": mode, "thoughts": thoughts}
+    summary: dict[str, Any] = {"output": str(output), "mode": mode, "thoughts": thoughts,
+                               "arguments": arguments}
     records: list[dict[str, Any]] = []
     started_ray = _start_ray(ray_address, workers)
     try:
@@ -83,7 +96,8 @@ def sft(output: Any, tasks_path: str | None, num: int | None, mode: str, thought
             # composed tasks were verified as they were made; a file's are verified here
             kept, counts = oracle_sft(tasks, mode=mode, style=thoughts, workers=workers or 1,
                                       ray_address=ray_address, env_kwargs=env_kwargs,
-                                      verify=bool(tasks_path))
+                                      verify=bool(tasks_path), discover=discovery,
+                                      arguments=arguments)
             records += kept
             summary["oracle"] = {"tasks": len(tasks), **counts}
         if trajectory_paths:
@@ -103,7 +117,10 @@ def sft(output: Any, tasks_path: str | None, num: int | None, mode: str, thought
         first = f" (first: {next(iter(why.values()))})" if why else ""
         raise click.ClickException(f"no verified, passing trajectory to write; {output} was "
                                    f"not written{first}")
-    summary["written"] = save_trajectories(records, output)
+    summary["written"] = save_trajectories(records, output, arguments=arguments)
+    counts = [call_counts(r["messages"]) for r in records]
+    summary["tool_calls"] = sum(n for n, _ in counts)  # discovery calls included
+    summary["real_tool_calls"] = sum(real for _, real in counts)
     summary["seconds"] = round(time.perf_counter() - start, 3)
     if as_json:
         click.echo(json.dumps(summary, indent=2))
@@ -150,6 +167,11 @@ def _table(summary: dict[str, Any]) -> Table:
         table.add_row("oracle", f"{o['tasks']} tasks · {len(o['unverified'])} unverified "
                                 f"(skipped) · {o['passed']} passed · {o['failed']} failed (not "
                                 f"written) · thoughts: {summary['thoughts']}")
+    n = summary["written"]
+    table.add_row("tool calls", f"{summary['tool_calls']} ({summary['tool_calls'] / n:.1f} a "
+                                f"trajectory), {summary['real_tool_calls']} reaching a service's "
+                                f"tool ({summary['real_tool_calls'] / n:.1f}) · arguments: "
+                                f"{summary['arguments']}")
     if "trajectories" in summary:
         t = summary["trajectories"]
         table.add_row("trajectories", f"{t['read']} read · {t['passed']} passed · "

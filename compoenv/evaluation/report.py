@@ -328,8 +328,11 @@ def _message(message: dict[str, Any], answered: str) -> str:
         extra += f'<div class="reasoning">{_e(message["reasoning_content"][:_MAX_CHARS])}</div>'
     for call in message.get("tool_calls") or []:
         function = call.get("function") or {}
+        arguments = function.get("arguments")  # JSON text, or an object (the published form)
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False, default=str)
         extra += (f'<div class="call">→ {_e(function.get("name"))}('
-                  f'{_e(str(function.get("arguments"))[:_MAX_CHARS])})</div>')
+                  f'{_e(arguments[:_MAX_CHARS])})</div>')
     who = ""
     if role == "tool":
         who = f' <span class="who">answered by {_e(_answered_by(body, answered))}</span>'

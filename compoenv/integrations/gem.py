@@ -46,7 +46,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError("compoenv.integrations.gem needs GEM: pip install 'compoenv[gem]' "
                       "(or pip install gem-llm)") from exc
 
-from compoenv.env import CompoWorldEnv
+from compoenv.env import CompoWorldEnv, steps_for
 from compoenv.registry import Registry
 from compoenv.task import Task
 from compoenv.task_check import load_checked
@@ -84,7 +84,8 @@ class CompoWorldGemEnv(gem.Env):
         seed: Seeds the generator that draws a seed when ``reset`` gets none.
         mode: ``direct`` (the task's tools) or ``gateway`` (four meta-tools).
         max_turns: Actions per episode before truncation (``max_steps`` is taken too);
-            default: the longest solution of ``tasks`` plus four, at least 20.
+            default: the longest solution of ``tasks`` plus four, at least 20 (in gateway
+            mode the discovery calls count too: ``compoenv.env.steps_for``).
         reward: ``rubric`` (the weighted rubric score) or ``binary``.
         library: Library folders whose services join the built-in ones.
         **env_kwargs: Other ``CompoWorldEnv`` arguments (``world_model``, ``hops``, ...).
@@ -103,7 +104,7 @@ class CompoWorldGemEnv(gem.Env):
         alias = env_kwargs.pop("max_steps", None)  # CompoWorldEnv's word for it
         max_turns = max_turns or alias
         if max_turns is None and self.tasks:
-            max_turns = max(20, max(len(t.solution) for t in self.tasks) + 4)
+            max_turns = steps_for(self.tasks, gateway=mode == "gateway")
         self.env = CompoWorldEnv(mode=mode, max_steps=max_turns, reward=reward,
                                  library=list(libraries) or None, **env_kwargs)
         self._draws = np.random.default_rng(seed)

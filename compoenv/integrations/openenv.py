@@ -392,7 +392,7 @@ class ServedTasks:
         # not given: each episode's env gives enough for its own task (CompoWorldEnv's
         # default), at most this many for the longest task served
         self._given = max_steps or None
-        self.max_steps = max_steps or steps_for(self.tasks)
+        self.max_steps = max_steps or steps_for(self.tasks, gateway=mode == "gateway")
         self.mode, self.world_model = mode, world_model
 
     def pick(self, seed: Any = None, task: Any = None, task_index: Any = None) -> Task:

@@ -37,7 +37,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError("compoenv.integrations.skyrl needs skyrl-gym: pip install "
                       "'compoenv[skyrl]' (or pip install skyrl-gym)") from exc
 
-from compoenv.env import MODES, CompoWorldEnv
+from compoenv.env import MODES, CompoWorldEnv, steps_for
 from compoenv.integrations.openrlhf_data import with_tool_listing
 from compoenv.integrations.episodes import criterion_passes
 from compoenv.reward import completion_focused, kind_pass_rates
@@ -99,7 +99,8 @@ class CompoWorldTextEnv(BaseTextEnv):
             raise ValueError(f"observation_role must be one of {_ROLES}, "
                              f"got {self.observation_role!r}")
         turns = extras.get("max_turns") or _option("max_turns", options, env_config)
-        self.max_turns = int(turns) if turns else max(20, len(self.task.solution) + 4)
+        self.max_turns = (int(turns) if turns
+                          else steps_for([self.task], gateway=self.mode == "gateway"))
         if self.max_turns <= len(self.task.solution):
             warnings.warn(f"max_turns={self.max_turns} leaves no turn for the final reply after "
                           f"the task's {len(self.task.solution)} calls (one a turn); raise "
