@@ -175,7 +175,10 @@ def composer_config(**flags: Any) -> Any:
     motifs = flags.pop("motifs", None)
     if motifs is not None:
         flags["motifs"] = tuple(m.strip() for m in motifs.split(",") if m.strip())
-    flags["scenarios"] = scenario_names(flags.pop("scenarios", "none"), flags.get("services"))
+    text = flags.pop("scenarios", "none")
+    flags["scenarios"] = scenario_names(text, flags.get("services"))
+    # every scenario: the declared ones and jobs derived for the services they leave out
+    flags["derive"] = (text or "").strip() == "all"
     _flags_apply(bool(flags["scenarios"]))
     mix = difficulty_mix(flags.pop("difficulty", None))
     if mix is not None:

@@ -68,6 +68,10 @@ class ComposerConfig:
         guidance: Shares of guidance levels of scenario tasks (``goal``: what to achieve, the
             facts and house rules, no calls; ``hints``: and a lookup or two; ``steps``: every
             call in order, for curricula). Free walks are told as steps.
+        derive: With scenarios, also compose jobs derived for the services no scenario acts on
+            (a user's own service, an imported API: ``compoenv.compose.derive``). Jobs are
+            drawn half uniformly and half spread over the services they act on
+            (``derive.job_weights``), so a service only one job uses is not drowned.
         world_model: Who answers spec-only tools while composing: None or "offline" (the
             default), "endpoint", "transformers:<path>", or a WorldModel. Answers from models
             other than the offline one are recorded in the task (``recorded["answers"]``).
@@ -93,6 +97,7 @@ class ComposerConfig:
     difficulty: tuple[tuple[str, float], ...] = (("easy", 0.2), ("medium", 0.4), ("hard", 0.4))
     max_calls: int = 40
     guidance: tuple[tuple[str, float], ...] = (("goal", 1.0),)
+    derive: bool = False
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_hops <= self.max_hops:

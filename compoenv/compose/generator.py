@@ -12,6 +12,7 @@ from compoenv.compose.render import render_instruction
 from compoenv.compose.rewrite import RewriteStats, keeps, rewrite_instruction
 from compoenv.compose.difficulty import DifficultyMix, estimate, level
 from compoenv.compose.rubric import answer_text, build_rubric
+from compoenv.compose.derive import derived, job_weights
 from compoenv.compose.jobs import job_task
 from compoenv.compose.records import capabilities
 from compoenv.compose.verify import verify_task, verify_walk
@@ -64,6 +65,9 @@ class Composer:
             if missing:
                 raise ValueError(f"scenario {scenario.name!r} needs services {sorted(missing)} "
                                  f"that the composer's services leave out")
+        if self.scenarios and self.config.derive:
+            self.scenarios += derived(self.registry, list(pool), names)
+        self.weights = job_weights(self.scenarios, self.registry)
         for name in self.config.require:
             self.registry.get(name)  # an unknown name fails here, with "did you mean"
         if self.scenarios and not self.config.services:

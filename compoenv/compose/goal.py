@@ -137,8 +137,13 @@ def _decision(walk: Walk, index: int) -> str:
 
 
 def _article(listing: str) -> str:
-    return listing if listing.split(" ", 1)[0] in ("my", "the", "all", "every") \
-        else "the " + listing
+    """"the" before a listing, unless it has its own determiner or opens with a name
+    ("Jonas Sorensen in my contacts", "flight LX792" stays "flight LX792")."""
+    first = listing.split(" ", 1)[0]
+    if first in ("my", "the", "all", "every", "a", "an") or first[:1].isupper() \
+            or first[:1].isdigit():
+        return listing
+    return "the " + listing
 
 
 def _used(walk: Walk) -> set[int]:

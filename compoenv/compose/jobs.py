@@ -95,7 +95,7 @@ def job_task(composer: Any, seed: int, verify: bool, rng: random.Random, world: 
     """The task of ``seed`` for ``composer`` (a Composer with scenarios): one scenario's job
     at a drawn difficulty level, verified unless ``verify`` is False (a regeneration)."""
     cfg = composer.config
-    scenario = rng.choice(composer.scenarios)
+    scenario = rng.choices(composer.scenarios, composer.weights)[0]
     names, shares = zip(*cfg.difficulty)
     level = rng.choices(names, shares)[0]
     walker = ScenarioWalker(composer.graph, session, rng, scenario,

@@ -1,0 +1,230 @@
+"""Jobs for any library: scenario jobs derived for services no declared scenario acts on.
+
+A service a user writes, a spec folder or an imported API has no hand-written scenario, so the
+composer derives its jobs from what the library says of it: its tools (which list records,
+which act on one), the tool graph (what a list's items feed), its display name and its own
+descriptions. Two patterns, the ones declared scenarios follow:
+
+- **find, decide, act**: a list of the service's records, one taken by a business criterion
+  (``choices.plain``: the cheapest, the one due soonest), then a write of the service on it
+  and what follows from that write (a second write on the record it made or changed);
+- **lifecycle**: a record made from what the user states, then a write on that record.
+
+Each job may then tell someone (an email, when the walk found or the user states whom) and
+note what was done (a document), when the library has those services. Persona and goal are
+phrased from the service's own words. Derived jobs are ``Scenario`` objects like declared ones
+(``compoenv scenarios`` lists them), verified like any task.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable
+
+from compoenv.compose.choices import orderable, plain
+from compoenv.compose.labels import plural, words
+from compoenv.compose.motifs import returns_list
+from compoenv.compose.render import noun
+from compoenv.graph import ToolGraph
+from compoenv.registry import Registry, RegistryError
+from compoenv.scenarios import Scenario
+from compoenv.schema import names_record
+from compoenv.service import ToolSpec
+
+__all__ = ["derive_jobs", "derived", "job_weights", "acting_services", "NOTIFY", "RECORD"]
+
+NOTIFY = "email__send_email"
+RECORD = "docs_editor__create_document"
+_NAME = re.compile(r"[^a-z0-9_]+")
+# a job that takes back what it found or made is no job a person asks for by default
+_UNDO = re.compile(r"^(cancel|delete|remove|close|withdraw|void|revoke|unpublish|decline|"
+                   r"reject|deactivate|unfollow|unsubscribe|archive)")
+
+
+def acting_services(scenarios: Iterable[Scenario], registry: Registry) -> set[str]:
+    """The services some scenario writes to."""
+    out = set()
+    for scenario in scenarios:
+        for stage in scenario.stages:
+            for tool in stage.tools:
+                try:
+                    if not registry.spec(tool).read_only:
+                        out.add(tool.split("__", 1)[0])
+                except RegistryError:
+                    continue
+    return out
+
+
+_DERIVED: dict[tuple[int, tuple[str, ...], tuple[str, ...]], list[Scenario]] = {}
+
+
+def derived(registry: Registry, declared: list[Scenario],
+            services: Iterable[str]) -> list[Scenario]:
+    """``derive_jobs`` for the composer's services, once per registry and pool (workers and
+    repeated composers share them). Only jobs that fit ``services``."""
+    names = tuple(services)
+    key = (id(registry), names, tuple(s.name for s in declared))
+    if key not in _DERIVED:
+        pool = set(names)
+        jobs = derive_jobs(registry, declared, names)
+        _DERIVED[key] = [j for j in jobs if set(j.services) <= pool]
+    return list(_DERIVED[key])
+
+
+def job_weights(scenarios: list[Scenario], registry: Registry) -> list[float]:
+    """How often to draw each job: half as the jobs' share of the services they act on (the
+    sum, over those services, of one over how many jobs act on each: a service with one job
+    is then used about as often as one with ten), half uniformly over the jobs."""
+    acting = [acting_services([s], registry) or set(s.services) for s in scenarios]
+    counts: dict[str, int] = {}
+    for services in acting:
+        for name in services:
+            counts[name] = counts.get(name, 0) + 1
+    spread = [sum(1 / counts[n] for n in services) for services in acting]
+    total = sum(spread) or 1.0
+    # half spread over services, half over jobs: a rare service is not drowned, and no job
+    # of a service only it uses crowds out the rest
+    return [0.5 * w / total + 0.5 / len(scenarios) for w in spread]
+
+
+def derive_jobs(registry: Registry, declared: Iterable[Scenario] = (),
+                services: Iterable[str] | None = None,
+                graph: ToolGraph | None = None) -> list[Scenario]:
+    """Derived jobs for the services (default: all of ``registry``'s) that no ``declared``
+    scenario acts on, at most two per service (a find-decide-act job and a lifecycle job),
+    each on one write (the goal names it) and what follows from it."""
+    names = list(services) if services is not None else registry.names()
+    covered = acting_services(declared, registry) | {NOTIFY.split("__")[0],
+                                                      RECORD.split("__")[0]}
+    graph = graph or ToolGraph(registry.signatures(), registry.related, registry.spec,
+                               registry.scope)
+    hubs = [h for h in (NOTIFY, RECORD) if h.split("__")[0] in registry.names()]
+    taken = {s.name for s in declared}
+    out: list[Scenario] = []
+    for name in names:
+        if name in covered:
+            continue
+        for job in _jobs(name, registry, graph, hubs):
+            if job.name not in taken:
+                taken.add(job.name)
+                out.append(job)
+    return out
+
+
+def _writes_on(graph: ToolGraph, tool: str, service: str, items: bool) -> list[str]:
+    """Writes of ``service`` that what ``tool`` returns feeds (from one of its list's items
+    when ``items``)."""
+    out = []
+    for edge in graph.out_edges(tool):
+        if edge.target_service != service or edge.target in out:
+            continue
+        spec = graph.specs[edge.target]
+        if spec.read_only or (items and edge.path[:1] != ("*",)):
+            continue
+        schema = spec.parameters.get("properties", {}).get(edge.param, {})
+        if not names_record(edge.param, schema):
+            continue  # it acts on the record found or made, named by its key
+        out.append(edge.target)
+    return out
+
+
+def _jobs(service: str, registry: Registry, graph: ToolGraph,
+          hubs: list[str]) -> list[Scenario]:
+    try:
+        specs = [graph.specs[t.qualified_name] for t in registry.tools([service])
+                 if t.qualified_name in graph.signatures]
+    except RegistryError:
+        return []
+    info = registry.info(service)
+    jobs: list[Scenario] = []
+    # find, decide, act: a list whose items a write of the service acts on
+    for spec in specs:
+        if not (spec.read_only and returns_list(spec)):
+            continue
+        kind = noun(spec)
+        if not any(plain(s, o, kind, spec.returns) for s in orderable(spec)
+                   for o in ("min", "max")):
+            continue
+        acts = [a for a in _writes_on(graph, spec.qualified_name, service, items=True)
+                if not _UNDO.match(graph.specs[a].name)]
+        if not acts:
+            continue
+        act = acts[0]
+        stages: list[dict[str, Any]] = [
+            {"tools": [spec.qualified_name], "take": "pick", "items": [2, 8]},
+            {"tools": [act]}]
+        follow = [t for t in _writes_on(graph, act, service, items=False)
+                  if t != act and not _UNDO.match(graph.specs[t].name)]
+        if follow:
+            stages.append({"tools": follow[:1], "optional": True})
+        job = _scenario(f"{service}_{_slug(kind)}_choice", service, info, kind, stages, hubs,
+                        _goal(info, kind, graph.specs[act], chosen=True))
+        if job is not None:
+            jobs.append(job)
+            break
+    # lifecycle: a record made from stated values, then a write on it
+    for spec in specs:
+        if spec.read_only or spec.qualified_name not in graph.start_tools():
+            continue
+        if _UNDO.match(spec.name):
+            continue
+        then = [t for t in _writes_on(graph, spec.qualified_name, service, items=False)
+                if not _UNDO.match(graph.specs[t].name)]
+        if not then:
+            continue
+        kind = noun(spec)
+        stages = [{"tools": [spec.qualified_name]}, {"tools": then[:1]}]
+        job = _scenario(f"{service}_{_slug(kind)}_lifecycle", service, info, kind, stages,
+                        hubs, _goal(info, kind, graph.specs[then[0]], chosen=False))
+        if job is not None:
+            jobs.append(job)
+            break
+    return jobs
+
+
+def _slug(text: str) -> str:
+    return _NAME.sub("_", text.casefold()).strip("_")[:24] or "record"
+
+
+def _goal(info: Any, kind: str, act: ToolSpec, chosen: bool) -> str:
+    """The goal in the service's own words: its description, and what the job does."""
+    what = act.description.rstrip(".").strip()
+    what = what[:1].lower() + what[1:]
+    about = f"the right {kind}" if chosen else f"a new {kind}"
+    text = f"{info.description.rstrip('.')}. I need {about} handled there: {what}."
+    return text[:300]
+
+
+def _scenario(name: str, service: str, info: Any, kind: str,
+              stages: list[dict[str, Any]], hubs: list[str], goal: str) -> Scenario | None:
+    label = words(service)
+    services = [service]
+    if NOTIFY in hubs:
+        services.append(NOTIFY.split("__")[0])
+        stages = stages + [{
+            "tools": [NOTIFY], "optional": True, "fresh": True,
+            "about": f"the {kind}",
+            "args": {"subject": f"Your {kind}",
+                     "body": f"A quick note about the {kind}: it is taken care of."}}]
+    if RECORD in hubs:
+        services.append(RECORD.split("__")[0])
+        stages = stages + [{
+            "tools": [RECORD], "optional": True, "fresh": True,
+            "about": f"what was done about the {kind}",
+            "args": {"title": f"{label.capitalize()} {kind} notes"[:80],
+                     "content": f"Handled the {kind} in {label} and told the people involved."}}]
+    try:
+        return Scenario.model_validate({
+            "name": (_slug(name) if re.match(r"^[a-z]", name) else "job_" + _slug(name))[:60],
+            "domain": (info.domain or label)[:40] if len(info.domain or label) >= 2 else label,
+            "persona": [f"I look after {plural(kind)} in {label} at {{employer}}.",
+                        f"I handle {label} for {{employer}}."],
+            "goal": goal if len(goal) >= 8 else f"A {kind} in {label} needs handling.",
+            "services": services,
+            "stages": stages,
+            "naming": (_slug(service).replace("_", "-")[:20] or "job").strip("-") or "job",
+            "rules": ["naming", "source_of_truth", "threshold", "ordering", "never"],
+            "report": [0, 3],
+        })
+    except Exception:  # noqa: BLE001 - a service whose words do not make a valid job has none
+        return None
