@@ -33,20 +33,28 @@ __all__ = ["scenarios"]
 @library_option
 def scenarios(names: tuple[str, ...], paths: tuple[Path, ...], check: bool, seeds: int,
               as_json: bool) -> None:
-    """List the scenarios (or the NAMES given): domain, services, stages, rule kinds."""
+    """List the scenarios (or the NAMES given): declared ones and jobs derived for services no
+    declared scenario acts on; domain, services, stages, rule kinds."""
     from compoenv.registry import Registry
     from compoenv.scenarios import ScenarioError, ScenarioRegistry
 
+    from compoenv.compose.derive import derive_jobs
+
     try:
-        pool = ScenarioRegistry.from_paths(paths) if paths else ScenarioRegistry.default()
-        chosen = [pool.get(n) for n in names] if names else list(pool)
         registry = Registry.default()
+        declared = ScenarioRegistry.from_paths(paths) if paths else ScenarioRegistry.default()
+        # and the jobs derived for the services no declared scenario acts on (a library's)
+        derived = [] if paths else derive_jobs(registry, list(declared))
+        pool = ScenarioRegistry([*declared, *derived])
+        chosen = [pool.get(n) for n in names] if names else list(pool)
         for scenario in chosen:
             scenario.check(registry)
     except ScenarioError as exc:
         raise click.ClickException(str(exc)) from None
+    made = {s.name for s in derived}
     rows: list[dict[str, Any]] = [{
-        "name": s.name, "domain": s.domain, "services": s.services,
+        "name": s.name, "kind": "derived" if s.name in made else "declared",
+        "domain": s.domain, "services": s.services,
         "stages": [st.tools for st in s.stages], "rules": s.rules} for s in chosen]
     if check:
         for row, scenario in zip(rows, chosen):
@@ -55,11 +63,15 @@ def scenarios(names: tuple[str, ...], paths: tuple[Path, ...], check: bool, seed
         click.echo(json.dumps(rows, indent=2))
         return
     domains = len({r["domain"] for r in rows})
-    table = Table(title=f"{len(rows)} scenarios over {domains} domains", show_lines=True)
-    for col in ("scenario", "domain", "services", "stages") + ("yield", "calls") * check:
+    table = Table(title=f"{len(rows)} scenarios over {domains} domains "
+                        f"({len(rows) - len(made & {r['name'] for r in rows})} declared, "
+                        f"{len(made & {r['name'] for r in rows})} derived for services no "
+                        f"declared one acts on)", show_lines=True)
+    for col in ("scenario", "kind", "domain", "services", "stages") + ("yield", "calls") * check:
         table.add_column(col)
     for r in rows:
-        cells = [r["name"], r["domain"], ", ".join(r["services"]), str(len(r["stages"]))]
+        cells = [r["name"], r["kind"], r["domain"], ", ".join(r["services"]),
+                 str(len(r["stages"]))]
         if check:
             cells += [f"{r['verified']}/{r['seeds']}",
                       f"{r['calls_min']}-{r['calls_max']} (mean {r['calls_mean']})"
