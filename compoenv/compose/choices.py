@@ -57,7 +57,8 @@ def plain(slot: Slot, order: str, kind: str, returns: dict[str, Any]) -> str | N
     makes it a reason to choose ("the cheapest hotel", "the newest lead", "the shortest
     flight"); None for a field no one chooses by."""
     low = order == "min"
-    role, interface = slot.role or "", slot.interface
+    role, interface = slot.role or _role_by_name(slot.path[-1], interface=slot.interface), \
+        slot.interface
     label = field_label(returns, slot.path, kind)
     if interface == "Money":
         if role in _PRICE:
@@ -78,6 +79,27 @@ def plain(slot: Slot, order: str, kind: str, returns: dict[str, Any]) -> str | N
     if interface in ("Quantity", "Percentage", "Temperature"):
         return f"the {kind} with the {'lowest' if low else 'highest'} {label}"
     return None
+
+
+_NAMED = (("price", "price"), ("fee", "fee"), ("cost", "cost"), ("rate", "rate"),
+          ("fare", "fare"), ("rent", "rent"), ("total", "total"), ("amount", "payment"),
+          ("balance", "balance"), ("salary", "salary"), ("budget", "budget"),
+          ("due", "due_date"), ("deadline", "deadline"), ("created", "created"),
+          ("posted", "posted"), ("published", "posted"), ("updated", "updated"),
+          ("start", "event_date"), ("date", "event_date"), ("departure", "departure"))
+
+
+def _role_by_name(field: str, interface: str) -> str:
+    """A role read off a field's name when its service gave none (``visit_price`` is a price,
+    ``due_on`` a due date): a user's service need not tag every field to be chosen by it."""
+    name = field.casefold()
+    for part, role in _NAMED:
+        if part in name:
+            if interface == "Money" and role in _PRICE | _AMOUNT:
+                return role
+            if interface in ("Date", "DateTime") and role not in _PRICE | _AMOUNT:
+                return role
+    return ""
 
 
 def _gap(interface: str, best: Any, other: Any) -> float | None:

@@ -150,7 +150,11 @@ def _jobs(service: str, registry: Registry, graph: ToolGraph,
         if not acts:
             continue
         act = acts[0]
+        lead = _lead(graph, service, spec.qualified_name)
+        if lead is False:
+            continue
         stages: list[dict[str, Any]] = [
+            *([{"tools": [lead]}] if lead else []),
             {"tools": [spec.qualified_name], "take": "pick", "items": [2, 8]},
             {"tools": [act]}]
         follow = [t for t in _writes_on(graph, act, service, items=False)
@@ -164,22 +168,39 @@ def _jobs(service: str, registry: Registry, graph: ToolGraph,
             break
     # lifecycle: a record made from stated values, then a write on it
     for spec in specs:
-        if spec.read_only or spec.qualified_name not in graph.start_tools():
+        if spec.read_only or _UNDO.match(spec.name):
             continue
-        if _UNDO.match(spec.name):
+        lead = _lead(graph, service, spec.qualified_name)
+        if lead is False:
             continue
         then = [t for t in _writes_on(graph, spec.qualified_name, service, items=False)
                 if not _UNDO.match(graph.specs[t].name)]
         if not then:
             continue
         kind = noun(spec)
-        stages = [{"tools": [spec.qualified_name]}, {"tools": then[:1]}]
+        stages = [*([{"tools": [lead]}] if lead else []),
+                  {"tools": [spec.qualified_name]}, {"tools": then[:1]}]
         job = _scenario(f"{service}_{_slug(kind)}_lifecycle", service, info, kind, stages,
                         hubs, _goal(info, kind, graph.specs[then[0]], chosen=False))
         if job is not None:
             jobs.append(job)
             break
     return jobs
+
+
+def _lead(graph: ToolGraph, service: str, tool: str) -> str | None | bool:
+    """What a job must look up first to reach ``tool``: None when the user can state all it
+    needs, else a single-record read of the service that the user can start from and that
+    feeds it ("find the pet named Rex" before "list the pet's appointments"); False if none."""
+    if tool in graph.start_tools():
+        return None
+    for start in graph.start_tools():
+        spec = graph.specs[start]
+        if spec.service != service or not spec.read_only or returns_list(spec):
+            continue
+        if any(e.target == tool for e in graph.out_edges(start)):
+            return start
+    return False
 
 
 def _slug(text: str) -> str:
