@@ -210,6 +210,8 @@ MORE_GOOD = [
     ("L113", Example("Book Sara Kim a table for 6 at Casa Mar in Madrid on 2026-03-17 at 19:30, "
                      "near the hotel we found, and let everyone know.", DINNER)),
     ("L113", Example("Search hotels in Madrid. Then book a table for 6 near the hotel.", DINNER)),
+    ("L113", Example("Next week I fly to Madrid. Then I want a hotel. Then a table for 6 near "
+                     "it, please.", DINNER)),
     ("L114", _text("Email sara_kim@example.com and save https://www.example.com/a_b for me.")),
     ("L114", _text('Get "off_peak" parking in Oslo, e.g. near the station.', "parking")),
     ("L114", _text("Find hotels in Madrid for the team.", "hotels")),

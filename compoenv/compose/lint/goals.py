@@ -14,8 +14,8 @@ import re
 from functools import cached_property
 from typing import Iterator, NamedTuple
 
-from compoenv.compose.lint.context import TaskContext
 from compoenv.compose.labels import singular
+from compoenv.compose.lint.context import TaskContext
 from compoenv.compose.lint.records import Hit
 from compoenv.compose.lint.wording import _BREAK, _near  # sentences and quotes as L107 reads them
 from compoenv.service import SEP
@@ -25,7 +25,7 @@ __all__ = ["check_dictated_steps", "check_identifiers", "check_goal_contradictio
 
 _RULE_LINE = re.compile(r"^(?:House rules:|- )")
 _REQUEST = re.compile(r"^Request: ")
-_SEQUENCER = re.compile(r"^(?:Then|Next|After that|Afterwards|Finally),? ", re.IGNORECASE)
+_SEQUENCER = re.compile(r"^(?:Then,? |Next, |After that,? |Afterwards,? |Finally, )")
 _LEAD = re.compile(r"^(?:(?:then|next|after that|afterwards|finally|first|also|and|please)"
                    r",? )+", re.IGNORECASE)
 _EACH = re.compile(r"^for (?:each|every) [^,]{1,60}, ", re.IGNORECASE)
@@ -136,10 +136,13 @@ def check_dictated_steps(ctx: TaskContext) -> Iterator[Hit]:
         first = sequenced[0] - 1 if sequenced[0] > 0 and said[sequenced[0] - 1].kind == "step" \
             else sequenced[0]
         steps = [said[first]] + [said[i] for i in sequenced if i != first]
-        yield _dictated(steps[0].start, steps[0].text, steps[-1].text, len(steps))
+        if len(steps) < 3:
+            return
+        yield _dictated(ctx.text, (steps[0].start, steps[0].end),
+                        (steps[-1].start, steps[-1].end), len(steps))
         return
-    run: list[tuple[int, int, str]] = []
-    best: list[tuple[int, int, str]] = []
+    run: list[tuple[int, int]] = []
+    best: list[tuple[int, int]] = []
     for sentence in said:
         if sentence.kind == "report":
             run = []
@@ -149,21 +152,22 @@ def check_dictated_steps(ctx: TaskContext) -> Iterator[Hit]:
             start = sentence.text.index(part, at) if part else at
             at = start + len(part)
             if part and reading.led_by_a_verb(part):
-                run.append((sentence.start + start, sentence.start + at, part))
+                run.append((sentence.start + start, sentence.start + at))
                 if len(run) > len(best):
                     best = list(run)
             else:
                 run = []
     if len(best) >= 3:
-        yield _dictated(best[0][0], best[0][2], best[-1][2], len(best))
+        yield _dictated(ctx.text, best[0], best[-1], len(best))
 
 
-def _dictated(start: int, first: str, last: str, count: int) -> Hit:
-    """The finding: the count, and the openings of the first and last steps (the span is
-    the first one's opening, the text it quotes)."""
-    opening = _opening(first)
-    return Hit(f'dictates {count} steps in order: "{opening}" to "{_opening(last)}"',
-               span=(start, start + len(opening.removesuffix(" ..."))))
+def _dictated(text: str, first: tuple[int, int], last: tuple[int, int], count: int) -> Hit:
+    """The finding: the count, and the openings of the first and last steps, quoted from the
+    instruction (the span is the first one's opening, the text it quotes)."""
+    opening = _opening(text[first[0]:first[1]])
+    return Hit(f'dictates {count} steps in order: "{opening}" to '
+               f'"{_opening(text[last[0]:last[1]])}"',
+               span=(first[0], first[0] + len(opening.removesuffix(" ..."))))
 
 
 # -- identifiers ---------------------------------------------------------------------------------
@@ -343,7 +347,8 @@ def _claims(ctx: TaskContext, goals: list[Sentence]) -> Iterator[Hit]:
                         not _AFTER_A_CLAIM.match(goal.text[m.end():]):
                     continue
                 if not any(done_by.search(name) for name in writes):
-                    yield Hit(f'the goal says "{_near(goal.text, m.span(), 2)}" but no call of '
+                    real = ctx.text[goal.start:goal.end]  # quoted text as written
+                    yield Hit(f'the goal says "{_near(real, m.span(), 2)}" but no call of '
                               f'the solution {what}', span=(goal.start + m.start(),
                                                                goal.start + m.end()))
                 break  # one finding per kind of work and sentence
