@@ -86,6 +86,7 @@ class ServiceInfo:
     api: str | None = None
     file: str | None = None
     tools: tuple[ToolSignature, ...] = field(default=(), repr=False)
+    display: str = ""
 
     @classmethod
     def of(cls, service: type[Service], kind: str = "class",
@@ -93,7 +94,8 @@ class ServiceInfo:
         """The info of a service class (its tools parsed)."""
         return cls(service.name, kind, service.domain, service.description(),
                    service.version, tuple(service.related), getattr(service, "api", None),
-                   file, tuple(ToolSignature.of(s) for s in service.tool_specs().values()))
+                   file, tuple(ToolSignature.of(s) for s in service.tool_specs().values()),
+                   service.display)
 
     def renamed(self, name: str, related: tuple[str, ...]) -> ServiceInfo:
         """The same service under another name (its tools' qualified names follow)."""
@@ -105,7 +107,7 @@ class ServiceInfo:
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "file": self.file, "kind": self.kind, "domain": self.domain,
                 "description": self.description, "version": self.version,
-                "related": list(self.related), "api": self.api,
+                "related": list(self.related), "api": self.api, "display": self.display,
                 "tools": [t.to_json() for t in self.tools]}
 
     @classmethod
@@ -114,7 +116,7 @@ class ServiceInfo:
         return cls(name, data["kind"], data["domain"], data["description"], data["version"],
                    tuple(data["related"]), data.get("api"), data["file"],
                    tuple(ToolSignature.from_json(name, t, qualified_name(name, t["name"]))
-                         for t in data["tools"]))
+                         for t in data["tools"]), data.get("display", ""))
 
 
 @dataclass(frozen=True)
@@ -403,7 +405,7 @@ def _parse(root: Path, rel: str, trusted: bool) -> list[ServiceInfo]:
         raise SpecError(f"{path}: {exc}") from None
     return [ServiceInfo(spec["name"], "spec", spec["domain"], spec["description"],
                         str(spec.get("version", "1")), tuple(spec.get("related", ())),
-                        spec.get("api"), rel, tools)]
+                        spec.get("api"), rel, tools, spec.get("display", ""))]
 
 
 def _write(root: Path, files: _Files, services: tuple[ServiceInfo, ...]) -> Path:

@@ -79,7 +79,7 @@ def _class_info(cls: type[Service]) -> ServiceInfo:
     """What the registry keeps of a class: its tools are read from the class when needed."""
     kind = "spec" if "_spec_tools" in cls.__dict__ else "class"  # envs_library/specs
     return ServiceInfo(cls.name, kind, cls.domain, cls.description(), cls.version,
-                       tuple(cls.related))
+                       tuple(cls.related), display=cls.display)
 
 
 class Registry:
@@ -384,7 +384,8 @@ def _spec_info(path: Path) -> ServiceInfo:
         name, description = spec["name"], inspect.cleandoc(spec["description"])
         return ServiceInfo(name, "spec", spec["domain"],
                            " ".join((description or name).split("\n\n")[0].split()),
-                           spec.get("version", "1"), tuple(spec.get("related", ())))
+                           spec.get("version", "1"), tuple(spec.get("related", ())),
+                           display=spec.get("display", ""))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         from compoenv.worldmodel.spec import SpecError
 

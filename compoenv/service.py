@@ -22,7 +22,7 @@ from compoenv.world import World
 __all__ = [
     "Service", "State", "tool", "ToolError", "ToolSpec", "ToolMeta", "ToolResult",
     "ok", "error", "qualified_name", "split_qualified", "did_you_mean", "without_hints",
-    "check_service_name", "check_qualified", "MAX_QUALIFIED_NAME",
+    "check_service_name", "check_display", "check_qualified", "MAX_QUALIFIED_NAME",
 ]
 
 SEP = "__"
@@ -31,6 +31,7 @@ MAX_QUALIFIED_NAME = 64  # OpenAI's limit on a function name
 # (``github.repos``); no segment ends in "_", so ``<service>__<tool>`` splits one way only
 _SEGMENT = r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*"
 _NAME = re.compile(rf"^{_SEGMENT}(?:\.{_SEGMENT})*$")
+_DISPLAY = re.compile(r"^\S[^\n\r\t]{0,58}\S$")
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -88,6 +89,23 @@ def check_qualified(service: str, tool_name: str) -> str:
                         f"limit of {MAX_QUALIFIED_NAME}; shorten the tool's or the service's "
                         f"name")
     return qualified
+
+
+def check_display(display: str, owner: str = "") -> str:
+    """``display`` if it is a valid display name (empty for none), else TypeError saying what
+    one looks like: one line of at most 60 characters, as a person says it in a sentence
+    ("the real-estate app", "my calendar").
+
+    Args:
+        display: The display name.
+        owner: What declares it (a class or a file), for the message.
+    """
+    if not isinstance(display, str) or (display and not _DISPLAY.match(display)):
+        where = f" of {owner}" if owner else ""
+        raise TypeError(f"Display name {display!r}{where} must be one line of 2 to 60 "
+                        f"characters without leading or trailing spaces, as a person says it "
+                        f"in a sentence, e.g. 'the real-estate app' or 'my calendar'")
+    return display
 
 
 def check_service_name(name: str, owner: str = "") -> str:
@@ -409,6 +427,9 @@ class Service:
     # services a request that uses this one plausibly continues into ("*": every one, as for
     # email or a calendar); see Registry.related
     related: ClassVar[tuple[str, ...]] = ()
+    # how a person names it in a request ("the real-estate app", "my calendar"); empty: one is
+    # made from its name (compoenv.compose.labels.service_label)
+    display: ClassVar[str] = ""
 
     class State(State):
         pass
@@ -417,6 +438,7 @@ class Service:
         super().__init_subclass__(**kwargs)
         if cls.name:
             check_service_name(cls.name, cls.__qualname__)
+        check_display(cls.display, cls.__qualname__)
 
     def __init__(self, world: World, state: State | None = None) -> None:
         self.world = world

@@ -26,6 +26,15 @@ LINA_MAIL = "lina.silva@juniperventures.com"
 USER = "Carlos Castro"
 
 
+DINNER = RULES_BY_ID["L113"].bad.calls
+HOTEL = (("hotels__search_hotels", {"city": "Madrid"}),
+         ("hotels__book_hotel", {"hotel_id": "H-0031", "guest": SARA, "guest_email": SARA_MAIL,
+                                 "check_in": "2026-03-17", "nights": 2}))
+LUNCH = (("restaurants__book_reservation", {"restaurant_name": "Casa Mar", "city": "Lisbon",
+                                            "date": "2026-03-20", "time": "12:30",
+                                            "party_size": 2, "guest_name": SARA}),)
+
+
 def messages(example: Example, rule: str) -> list[str]:
     return [f.message for f in lint_task(example.task(), rules=[rule])]
 
@@ -47,6 +56,11 @@ TABLE = {
     "L110": ['"between Chicago and Chicago" has the same value at both ends'],
     "L111": ['"the files shared with\'s" names a tool\'s result, not a thing'],
     "L112": ['"lowest" twice: "event with the lowest lowest price."'],
+    "L113": ['dictates 3 steps in order: "Search hotels in Madrid." to "Then check free tables '
+             'for ..."'],
+    "L114": ['names the service real_estate: "listing LST-5988 in real_estate also fits, but"'],
+    "L115": [('the goal asks for the "newest listing" but a step takes the listing with the '
+              'earliest publication date')],
     "L201": ['origin_city and destination_city are both "Stockholm"'],
     "L202": [('patient_name "Sara Kim" and patient_email "lina.silva@juniperventures.com" '
               'name different people (Sara Kim, Lina Silva)')],
@@ -114,6 +128,38 @@ MORE_BAD = [
     ("L111", _text("Book a trip to the articles by author's city."),
      '"the articles by author\'s" names a tool\'s result, not a thing'),
     ("L112", _text("Mark that that invoice as paid."), '"that" twice: "Mark that that invoice as paid."'),
+    ("L113", Example("Search hotels in Madrid, find restaurants near the hotel's street and "
+                     "check free tables for 6 at the restaurant.", DINNER),
+     'dictates 3 steps in order: "Search hotels in Madrid" to "check free tables for 6 ..."'),
+    ("L113", Example("I need a team dinner in Madrid. Search hotels in Madrid. Next, find "
+                     "restaurants near the hotel's street. Finally, check free tables for 6 at "
+                     "the restaurant. Tell me the restaurant's name.", DINNER),
+     ('dictates 3 steps in order: "Search hotels in Madrid." to "Finally, check free tables '
+      'for ..."')),
+    ("L114", _text("Call hotels__search_hotels for Madrid.", "hotels"),
+     'names the tool hotels__search_hotels: "Call hotels__search_hotels for Madrid."'),
+    ("L114", _text("Use search_hotels to find a room in Madrid.", "hotels"),
+     'names the tool search_hotels: "Use search_hotels to find a"'),
+    ("L114", _text("Find homes in Oslo with listing_type rent.", "real_estate"),
+     'names the identifier listing_type: "in Oslo with listing_type rent."'),
+    ("L115", Example("I want the cheapest hotel in Madrid booked. Search hotels in Madrid, and "
+                     "take the hotel with the highest nightly rate. Then book that hotel for "
+                     f"{SARA} from 2026-03-17 for 2 nights.", HOTEL),
+     ('the goal asks for the "cheapest hotel" but a step takes the hotel with the highest '
+      'nightly rate')),
+    ("L115", Example("A client lunch has to be booked and my share filed as a meals expense. "
+                     "Book Sara Kim a table for 2 at Casa Mar in Lisbon on 2026-03-20 at 12:30.",
+                     LUNCH),
+     'the goal says "my share filed as a" but no call of the solution records anything'),
+    ("L115", Example("The trip has to be booked, put on the calendar with them invited. Book "
+                     "Sara Kim a table for 2 at Casa Mar in Lisbon on 2026-03-20 at 12:30.",
+                     LUNCH),
+     ['the goal says "with them invited." but no call of the solution invites anyone',
+      ('the goal says "be booked, put on the calendar with them" but no call of the '
+       'solution writes to a calendar')]),
+    ("L115", Example("I need a hotel in Madrid under 300 a night. Search hotels in Madrid above "
+                     "300 a night.", HOTEL[:1]),
+     'the goal says "under 300" but a step says above 300'),
     ("L201", Example(calls=(("ride_hailing__book_ride", {"city": "Oslo",
                                                          "pickup_address": "1 Mill Street",
                                                          "dropoff_address": "1 Mill Street"}),)),
@@ -141,7 +187,7 @@ MORE_BAD = [
 @pytest.mark.parametrize("rule,example,message", MORE_BAD,
                          ids=[f"{r}-{i}" for i, (r, _, _) in enumerate(MORE_BAD)])
 def test_rule_flags_bad_input_with_the_exact_message(rule, example, message):
-    assert messages(example, rule) == [message]
+    assert messages(example, rule) == (message if isinstance(message, list) else [message])
 
 
 # -- what must not be flagged: the precision the baseline depends on ----------------------------
@@ -161,6 +207,24 @@ MORE_GOOD = [
     ("L110", _text("Start an expense report for the trip from 2026-03-21 to 2026-03-26.")),
     ("L111", _text("Book a trip to the author of the article's city.")),
     ("L112", _text('Post "so so good" on my feed.')),
+    ("L113", Example("Book Sara Kim a table for 6 at Casa Mar in Madrid on 2026-03-17 at 19:30, "
+                     "near the hotel we found, and let everyone know.", DINNER)),
+    ("L113", Example("Search hotels in Madrid. Then book a table for 6 near the hotel.", DINNER)),
+    ("L113", Example("Next week I fly to Madrid. Then I want a hotel. Then a table for 6 near "
+                     "it, please.", DINNER)),
+    ("L114", _text("Email sara_kim@example.com and save https://www.example.com/a_b for me.")),
+    ("L114", _text('Get "off_peak" parking in Oslo, e.g. near the station.', "parking")),
+    ("L114", _text("Find hotels in Madrid for the team.", "hotels")),
+    ("L115", Example("A colleague is already booked on a flight and needs a hotel where it "
+                     "lands. Search hotels in Madrid.", HOTEL[:1])),
+    ("L115", Example("I run paid campaigns, and every task gets a tracked follow-up. Search "
+                     "hotels in Madrid.", HOTEL[:1])),
+    ("L115", Example("The speakers need rooms in one hotel, paid by us, and are told the plan. "
+                     f"Book that hotel for {SARA} from 2026-03-17 for 2 nights, and send an "
+                     "email to them.", HOTEL[1:] + (("email__send_email", {}),))),
+    ("L115", Example("I want the latest headline's author emailed. Search hotels in Madrid, and "
+                     "take the hotel with the lowest nightly rate.",
+                     HOTEL[:1] + (("email__send_email", {}),))),
     ("L203", Example(calls=(("payroll__get_pay_stub", {"employee_name": USER,
                                                        "pay_date": "2026-03-26"}),))),
     ("L203", Example(calls=(("pharmacy__book_vaccination",

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compoenv.compose.identity import person_of
+from compoenv.compose.labels import service_label
 from compoenv.compose.records import Binding, Walk
 from compoenv.compose.render import NAMED, noun, reference, words
 from compoenv.compose.rubric import answer_text
@@ -188,7 +189,8 @@ def source_of_truth(walk: Walk, session: Any, rng: random.Random) -> Draft | Non
     walk.ruled.append(b.value)
     field_ = reference(producer, b.path, b.interface).removeprefix("the ")
     text = (f"Figures come from the records, not from my messages: when an amount I quote "
-            f"differs from the {field_} on record in {producer.service}, use the recorded one.")
+            f"differs from the {field_} on record in "
+            f"{service_label(session.classes, producer.service)}, use the recorded one.")
     return Draft("source_of_truth", text, changes=[(index, b.param, quoted)], criteria=criteria)
 
 
@@ -338,9 +340,11 @@ def ordering(walker: Any, rng: random.Random) -> Draft | None:
                 if at is None:
                     continue
                 thing = noun(producer)
-                where = "" if target.service == step.spec.service else f" in {target.service}"
-                text = (f"Nothing changes in {step.spec.service} until you have re-checked the "
-                        f"{thing} it concerns{where}.")
+                classes = walker.session.classes
+                where = "" if target.service == step.spec.service else \
+                    f" in {service_label(classes, target.service)}"
+                text = (f"Nothing changes in {service_label(classes, step.spec.service)} until "
+                        f"you have re-checked the {thing} it concerns{where}.")
                 criterion = OrderCriterion(
                     id="", first=Call(name=target.qualified_name, arguments=args),
                     then=step.spec.qualified_name,
@@ -406,8 +410,8 @@ def never(walker: Any, picks: list[tuple[int, int]], rng: random.Random) -> Draf
     if not options:
         return None
     service, collection, key, thing = rng.choice(sorted(set(options)))
-    text = (f"The {thing} {key} in {service} also fits, but it is not the one this job is "
-            f"about: leave it as it is.")
+    text = (f"The {thing} {key} in {service_label(session.classes, service)} also fits, but it "
+            f"is not the one this job is about: leave it as it is.")
     guard = UnchangedCriterion(id="", service=service, collection=collection, keys=[key],
                                weight=1.0,
                                description=f"House rule: the {thing} {key} in {service} (a "

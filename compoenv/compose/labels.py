@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from collections.abc import Mapping
 from typing import Any
 
 from compoenv.roles import ROLES
 
 __all__ = ["FIELD_LABELS", "field_label", "with_employer", "plural", "singular", "with_article", "words",
-           "enum_words", "fix_articles"]
-
+           "enum_words", "fix_articles", "service_label", "default_service_label"]
 
 
 @lru_cache(maxsize=1)
@@ -169,3 +169,70 @@ def with_employer(line: str, employer: str) -> str:
     if employer.endswith("s"):
         line = line.replace("{employer}'s", "{employer}'")
     return line.format(employer=employer)
+
+
+# last words of a name that already say what kind of thing the service is ("the project
+# tracker", not "the project tracker app"); letters said one by one ("the CRM app")
+_KINDS = frozenset({"app", "service", "site", "system", "portal", "tracker", "manager", "editor",
+                    "wallet", "platform", "desk", "helpdesk", "dashboard", "store", "shop",
+                    "bank", "calendar", "inbox", "directory", "registry", "board", "tool"})
+_LETTERS = frozenset({"crm", "hr", "erp", "cms", "sms", "ats", "pos", "cdn", "dns", "vpn",
+                      "sql", "ci", "cd", "ai", "ml", "id", "url", "ev", "tv", "pdf", "faq"})
+
+
+@lru_cache(maxsize=1024)
+def default_service_label(name: str) -> str:
+    """How a person names a service that sets no display name: the words of its name (its
+    last segment, for ``github.repos``) as an app, or as a service when the name ends in
+    "api" (``real_estate`` -> "the real estate app", ``billing_api`` -> "the billing service",
+    ``project_tracker`` -> "the project tracker")."""
+    parts = [p for p in words(name.rsplit(".", 1)[-1]).split() if p]
+    if not parts:
+        return "the app"
+    kind = "app"
+    if parts[-1] == "api":
+        parts, kind = parts[:-1] or ["web"], "service"
+    elif parts[-1] in _KINDS:
+        kind = ""
+    said = " ".join(p.upper() if p in _LETTERS else p for p in parts)
+    return f"the {said} {kind}".rstrip()
+
+
+def service_label(source: Any, name: str | None = None) -> str:
+    """How a person names a service in a request: its display name ("the real-estate app",
+    "my calendar", the ``display`` class attribute or spec key), else one made from its name
+    (``default_service_label``).
+
+    Args:
+        source: Where the service is found: a ``Registry`` or a mapping of names to service
+            classes (``Session.classes``), both read with ``name``; or the service itself: its
+            class, an instance, its ``ServiceInfo``, or its spec (a dict with ``"name"`` and
+            maybe ``"display"``); or None (the label made from ``name`` alone).
+        name: The service's name (in a registry, the name it is registered under); needed
+            with a registry or a mapping, else taken from the service.
+
+    Raises:
+        ValueError: a registry or mapping without ``name``, or a service without a name.
+
+    A name the registry or mapping does not hold gets the label made from it, so a task of a
+    service that is gone still reads.
+    """
+    found: Any = source
+    if isinstance(source, Mapping) and not isinstance(source.get("name"), str):  # names to classes
+        if name is None:
+            raise ValueError("service_label: a mapping of services needs the service's name")
+        found = source.get(name)
+    elif hasattr(source, "info") and hasattr(source, "names"):  # a Registry
+        if name is None:
+            raise ValueError("service_label: a registry needs the service's name")
+        found = source.info(name) if name in source else None
+    if isinstance(found, Mapping):
+        display, own = found.get("display"), found.get("name")
+    else:
+        display, own = getattr(found, "display", None), getattr(found, "name", None)
+    if isinstance(display, str) and display.strip():
+        return display.strip()
+    name = name or (own if isinstance(own, str) else None)
+    if not name:
+        raise ValueError(f"service_label: no service name in {source!r}")
+    return default_service_label(name)

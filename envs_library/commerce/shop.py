@@ -34,6 +34,7 @@ class Shop(Service):
     """Online store: browse products, place orders shipped to the user, track and cancel them."""
 
     name = "shop"
+    display = "the online shop"
     domain = "commerce"
     related = ("helpdesk", "reviews", "invoices", "bank", "recipes", "analytics", "ads_manager")
 

@@ -31,6 +31,7 @@ class Bank(Service):
     """
 
     name = "bank"
+    display = "the bank"
     version = "2"
     domain = "finance"
     related = ("invoices", "payroll", "expense_reports", "tax_advisor", "crypto_wallet", "stock_market", "insurance", "real_estate", "shop")

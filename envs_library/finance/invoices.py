@@ -30,6 +30,7 @@ class Invoices(Service):
     """Accounts payable: invoices from organisations, what is due, and what has been paid."""
 
     name = "invoices"
+    display = "accounts payable"
     version = "2"
     domain = "finance"
     related = ("bank", "crm", "expense_reports", "tax_advisor", "helpdesk", "shop")

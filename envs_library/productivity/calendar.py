@@ -33,6 +33,7 @@ class Calendar(Service):
     """The user's calendar: meetings and appointments with times, places and attendees."""
 
     name = "calendar"
+    display = "my calendar"
     domain = "productivity"
     related = ("*",)
 

@@ -20,6 +20,7 @@ class Contacts(Service):
     """Personal address book: people the user knows, with their email, phone and employer."""
 
     name = "contacts"
+    display = "my contacts"
     domain = "productivity"
     related = ("*",)
 

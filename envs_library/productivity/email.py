@@ -44,6 +44,7 @@ class Email(Service):
     """The user's mailbox: read, search, send, reply to and archive email messages."""
 
     name = "email"
+    display = "my email"
     domain = "productivity"
     related = ("*",)
 

@@ -27,6 +27,7 @@ class Flights(Service):
     """Flight search and booking: flights between cities over the next 21 days, seats, fares."""
 
     name = "flights"
+    display = "the flight booking site"
     domain = "travel"
     related = ("hotels", "car_rental", "weather", "maps", "ride_hailing", "parking", "expense_reports", "translation", "insurance", "events_tickets")
 

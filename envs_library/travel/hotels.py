@@ -27,6 +27,7 @@ class Hotels(Service):
     """Hotel search and booking: three hotels per city with rates, stars and free rooms."""
 
     name = "hotels"
+    display = "the hotel booking site"
     domain = "travel"
     related = ("flights", "car_rental", "maps", "weather", "restaurants", "events_tickets", "reviews", "parking", "ride_hailing", "expense_reports", "translation")
 

@@ -21,6 +21,7 @@ class Weather(Service):
     """Weather forecasts: daily condition, high/low and chance of rain for the next 14 days."""
 
     name = "weather"
+    display = "the weather service"
     domain = "travel"
     related = ("flights", "hotels", "car_rental", "events_tickets", "fitness", "real_estate", "maps")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from compoenv.compose.lint import flow, wording
+from compoenv.compose.lint import flow, goals, wording
 from compoenv.compose.lint.records import Example, Rule
 
 __all__ = ["RULES", "RULES_BY_ID"]
@@ -18,6 +18,18 @@ def _vaccination(**args: object) -> tuple[tuple[str, dict[str, object]], ...]:
     base = {"pharmacy_name": "CityCare Pharmacy", "city": "Amsterdam", "vaccine": "flu",
             "date": "2026-03-20", "patient_name": _SARA, "patient_email": _SARA_MAIL}
     return (("pharmacy__book_vaccination", {**base, **args}),)
+
+
+_DINNER = (("hotels__search_hotels", {"city": "Madrid"}),
+           ("restaurants__find_restaurants_near", {"street_address": "1 Gran Via",
+                                                   "city": "Madrid"}),
+           ("restaurants__check_table_availability", {"party_size": 6,
+                                                      "restaurant_name": "Casa Mar",
+                                                      "city": "Madrid", "date": "2026-03-17"}))
+_VIEWING = (("real_estate__search_listings", {"city": "Oslo"}),
+            ("real_estate__schedule_viewing", {"listing_id": "LST-5988", "date": "2026-03-20",
+                                               "time": "11:00", "visitor_name": _SARA,
+                                               "visitor_email": _SARA_MAIL}))
 
 
 RULES: tuple[Rule, ...] = (
@@ -90,6 +102,36 @@ RULES: tuple[Rule, ...] = (
          wording.check_doubled_word,
          Example("Find events in Rome, and take the event with the lowest lowest price."),
          Example("Find events in Rome, and take the event with the lowest starting price.")),
+    Rule("L113", "dictated-steps", _W,
+         "A request that lists three or more calls as steps: sentences led by 'Then' after "
+         "a first one, or three or more imperative clauses in a row led by the verbs of the "
+         "solution's tools, instead of saying the goal.",
+         goals.check_dictated_steps,
+         Example("Search hotels in Madrid. Then find restaurants near the hotel's street in "
+                 "Madrid. Then check free tables for 6 at the restaurant on 2026-03-17.",
+                 _DINNER),
+         Example("My team of 6 lands in Madrid on 2026-03-17: I need a table for all of us "
+                 "near our hotel that evening.", _DINNER)),
+    Rule("L114", "raw-identifier", _W,
+         "A raw identifier in the request: a service's name (real_estate), a tool's "
+         "qualified or bare name (hotels__search_hotels, search_hotels) or another "
+         "snake_case token, outside quoted values, emails and links.",
+         goals.check_identifiers,
+         Example("The listing LST-5988 in real_estate also fits, but it is not the one this "
+                 "job is about: leave it as it is.", services=("real_estate",)),
+         Example("The listing LST-5988 in the real-estate app also fits, but it is not the "
+                 "one this job is about: leave it as it is.", services=("real_estate",))),
+    Rule("L115", "goal-contradiction", _W,
+         "A goal its steps or solution contradict: it asks for the latest (cheapest, lowest, "
+         "below a figure) and the steps take only the other end; or it claims work (filed, "
+         "emailed, invited, put in the calendar) that no write of the solution does.",
+         goals.check_goal_contradiction,
+         Example("I want the newest listing in Oslo viewed. Find homes in Oslo, and take the "
+                 "listing with the earliest publication date. Then book a viewing of that "
+                 "listing.", _VIEWING),
+         Example("I want the newest listing in Oslo viewed. Find homes in Oslo, and take the "
+                 "listing with the latest publication date. Then book a viewing of that "
+                 "listing.", _VIEWING)),
     Rule("L201", "same-endpoints", _F,
          "One value as both ends of a call: origin and destination, pickup and dropoff, "
          "from and to asset, source and target language.",
