@@ -74,17 +74,36 @@ def derived(registry: Registry, declared: list[Scenario],
 def job_weights(scenarios: list[Scenario], registry: Registry) -> list[float]:
     """How often to draw each job: half as the jobs' share of the services they act on (the
     sum, over those services, of one over how many jobs act on each: a service with one job
-    is then used about as often as one with ten), half uniformly over the jobs."""
+    is then used about as often as one with ten; a service of the user's own libraries counts
+    ``OWN_WEIGHT`` times), half uniformly over the jobs."""
     acting = [acting_services([s], registry) or set(s.services) for s in scenarios]
     counts: dict[str, int] = {}
     for services in acting:
         for name in services:
             counts[name] = counts.get(name, 0) + 1
-    spread = [sum(1 / counts[n] for n in services) for services in acting]
+    spread = [sum(_worth(registry, n) / counts[n] for n in services) for services in acting]
     total = sum(spread) or 1.0
     # half spread over services, half over jobs: a rare service is not drowned, and no job
     # of a service only it uses crowds out the rest
     return [0.5 * w / total + 0.5 / len(scenarios) for w in spread]
+
+
+# how much more often a service of the user's own libraries is drawn than a built-in one: the
+# services a user loads with --library are what they are building tasks for
+OWN_WEIGHT = 3.0
+
+
+def _worth(registry: Registry, name: str) -> float:
+    """OWN_WEIGHT for a service of a library the user loaded or a class they registered, 1
+    for one of the built-in library."""
+    try:
+        info = registry.info(name)
+        own = info.file is not None or (
+            info.kind == "class"
+            and not registry.get(name).__module__.startswith("envs_library"))
+    except RegistryError:
+        return 1.0
+    return OWN_WEIGHT if own else 1.0
 
 
 def derive_jobs(registry: Registry, declared: Iterable[Scenario] = (),

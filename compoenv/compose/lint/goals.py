@@ -61,17 +61,20 @@ class _Reading:
 
     @cached_property
     def verbs(self) -> frozenset[str]:
-        """The leading verbs of the solution's tools ("find", "book", "look"): of their
-        phrases, else of their names ("search_hotels" -> "search")."""
-        out = set()
+        """The leading verbs of the solution's lookups ("find", "search", "look", "check"):
+        of their phrases, else of their names ("search_hotels" -> "search"); not a verb one
+        of its writes also leads with. The writes a user asks for are the goal itself ("book
+        a table, invite everyone and email them"); the lookups and their order are the plan
+        a goal-level request leaves to the agent."""
+        reads, writes = set(), set()
         for call in self.ctx.task.solution:
             spec = self.ctx.vocab.spec(call.name)
             phrase = (spec.phrase if spec is not None else None) or \
                 call.name.rpartition(SEP)[2].replace("_", " ")
             first = phrase.split(" ", 1)[0].lower()
             if first.isalpha():
-                out.add(first)
-        return frozenset(out)
+                (reads if spec is None or spec.read_only else writes).add(first)
+        return frozenset(reads - writes)
 
     def led_by_a_verb(self, clause: str) -> bool:
         """Whether the clause is an imperative led by the verb of a solution tool."""
@@ -127,8 +130,8 @@ def _opening(text: str, words: int = 5) -> str:
 def check_dictated_steps(ctx: TaskContext) -> Iterator[Hit]:
     """A request that lists three or more calls as steps: two or more sentences led by "Then"
     after a first one, or three or more imperative clauses in a row, each led by the verb of
-    one of the solution's tools ("Search hotels in Madrid, find restaurants near it and check
-    tables")."""
+    one of the solution's lookups ("Search hotels in Madrid, find restaurants near it and
+    check tables"). Asking for the writes the job needs, in no order, is stating the goal."""
     reading = _reading(ctx)
     said = reading.sentences
     sequenced = [i for i, s in enumerate(said) if _SEQUENCER.match(s.text)]
