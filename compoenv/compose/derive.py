@@ -22,7 +22,7 @@ import re
 from typing import Any, Iterable
 
 from compoenv.compose.choices import orderable, plain
-from compoenv.compose.labels import plural, words
+from compoenv.compose.labels import plural, service_label
 from compoenv.compose.motifs import returns_list
 from compoenv.compose.render import noun
 from compoenv.graph import ToolGraph
@@ -227,17 +227,18 @@ def _slug(text: str) -> str:
 
 
 def _goal(info: Any, kind: str, act: ToolSpec, chosen: bool) -> str:
-    """The goal in the service's own words: its description, and what the job does."""
+    """The goal in the service's own words: what the job does there (its write's
+    description), for the right record or a new one."""
     what = act.description.rstrip(".").strip()
     what = what[:1].lower() + what[1:]
-    about = f"the right {kind}" if chosen else f"a new {kind}"
-    text = f"{info.description.rstrip('.')}. I need {about} handled there: {what}."
+    which = f"the right {kind}" if chosen else f"a new {kind}"
+    text = f"In {service_label(info)}, I need {which} taken care of: {what}."
     return text[:300]
 
 
 def _scenario(name: str, service: str, info: Any, kind: str,
               stages: list[dict[str, Any]], hubs: list[str], goal: str) -> Scenario | None:
-    label = words(service)
+    label = service_label(info)
     services = [service]
     if NOTIFY in hubs:
         services.append(NOTIFY.split("__")[0])
@@ -251,14 +252,15 @@ def _scenario(name: str, service: str, info: Any, kind: str,
         stages = stages + [{
             "tools": [RECORD], "optional": True, "fresh": True,
             "about": f"what was done about the {kind}",
-            "args": {"title": f"{label.capitalize()} {kind} notes"[:80],
+            "args": {"title": f"{kind.capitalize()} notes"[:80],
                      "content": f"Handled the {kind} in {label} and told the people involved."}}]
     try:
         return Scenario.model_validate({
             "name": (_slug(name) if re.match(r"^[a-z]", name) else "job_" + _slug(name))[:60],
             "domain": (info.domain or label)[:40] if len(info.domain or label) >= 2 else label,
-            "persona": [f"I look after {plural(kind)} in {label} at {{employer}}.",
-                        f"I handle {label} for {{employer}}."],
+            "persona": [f"I look after the {plural(kind)} in {label} at {{employer}}.",
+                        f"I handle {label} for {{employer}}.",
+                        f"At {{employer}}, {label} is part of my job."],
             "goal": goal if len(goal) >= 8 else f"A {kind} in {label} needs handling.",
             "services": services,
             "stages": stages,
