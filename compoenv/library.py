@@ -87,6 +87,7 @@ class ServiceInfo:
     file: str | None = None
     tools: tuple[ToolSignature, ...] = field(default=(), repr=False)
     display: str = ""
+    jobs: tuple[dict[str, Any], ...] = field(default=(), repr=False)
 
     @classmethod
     def of(cls, service: type[Service], kind: str = "class",
@@ -95,7 +96,7 @@ class ServiceInfo:
         return cls(service.name, kind, service.domain, service.description(),
                    service.version, tuple(service.related), getattr(service, "api", None),
                    file, tuple(ToolSignature.of(s) for s in service.tool_specs().values()),
-                   service.display)
+                   service.display, tuple(service.jobs))
 
     def renamed(self, name: str, related: tuple[str, ...]) -> ServiceInfo:
         """The same service under another name (its tools' qualified names follow)."""
@@ -108,6 +109,7 @@ class ServiceInfo:
         return {"name": self.name, "file": self.file, "kind": self.kind, "domain": self.domain,
                 "description": self.description, "version": self.version,
                 "related": list(self.related), "api": self.api, "display": self.display,
+                "jobs": list(self.jobs),
                 "tools": [t.to_json() for t in self.tools]}
 
     @classmethod
@@ -116,7 +118,8 @@ class ServiceInfo:
         return cls(name, data["kind"], data["domain"], data["description"], data["version"],
                    tuple(data["related"]), data.get("api"), data["file"],
                    tuple(ToolSignature.from_json(name, t, qualified_name(name, t["name"]))
-                         for t in data["tools"]), data.get("display", ""))
+                         for t in data["tools"]), data.get("display", ""),
+                   tuple(data.get("jobs", ())))
 
 
 @dataclass(frozen=True)
@@ -405,7 +408,8 @@ def _parse(root: Path, rel: str, trusted: bool) -> list[ServiceInfo]:
         raise SpecError(f"{path}: {exc}") from None
     return [ServiceInfo(spec["name"], "spec", spec["domain"], spec["description"],
                         str(spec.get("version", "1")), tuple(spec.get("related", ())),
-                        spec.get("api"), rel, tools, spec.get("display", ""))]
+                        spec.get("api"), rel, tools, spec.get("display", ""),
+                        tuple(spec.get("jobs", ())))]
 
 
 def _write(root: Path, files: _Files, services: tuple[ServiceInfo, ...]) -> Path:

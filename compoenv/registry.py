@@ -79,7 +79,7 @@ def _class_info(cls: type[Service]) -> ServiceInfo:
     """What the registry keeps of a class: its tools are read from the class when needed."""
     kind = "spec" if "_spec_tools" in cls.__dict__ else "class"  # envs_library/specs
     return ServiceInfo(cls.name, kind, cls.domain, cls.description(), cls.version,
-                       tuple(cls.related), display=cls.display)
+                       tuple(cls.related), display=cls.display, jobs=tuple(cls.jobs))
 
 
 class Registry:
@@ -385,7 +385,7 @@ def _spec_info(path: Path) -> ServiceInfo:
         return ServiceInfo(name, "spec", spec["domain"],
                            " ".join((description or name).split("\n\n")[0].split()),
                            spec.get("version", "1"), tuple(spec.get("related", ())),
-                           display=spec.get("display", ""))
+                           display=spec.get("display", ""), jobs=tuple(spec.get("jobs", ())))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         from compoenv.worldmodel.spec import SpecError
 

@@ -430,6 +430,9 @@ class Service:
     # how a person names it in a request ("the real-estate app", "my calendar"); empty: one is
     # made from its name (compoenv.compose.labels.service_label)
     display: ClassVar[str] = ""
+    # jobs long tasks may be about, declared next to the service: scenario objects as in a
+    # scenario file (compoenv.scenarios.Scenario, docs/scenarios.md), checked when composing
+    jobs: ClassVar[tuple[dict[str, Any], ...]] = ()
 
     class State(State):
         pass

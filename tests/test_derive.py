@@ -127,3 +127,64 @@ def test_job_weights_spread_tasks_over_services() -> None:
     assert abs(sum(weights) - 1.0) < 1e-9 and all(w > 0 for w in weights)
     mine = [w for j, w in zip(jobs, weights) if "kennels" in j.services]
     assert min(mine) > 1 / len(jobs)  # a service only its own job acts on weighs more
+
+
+class GroomedKennels(Kennels):
+    """Pet boarding with a job its author declared next to it."""
+
+    name = "groomed_kennels"
+    jobs = ({
+        "name": "boarding_for_a_trip", "domain": "pets",
+        "persona": ["I look after our family's pets, and we travel for {employer}."],
+        "goal": "We are away for a few nights, so our pet needs a stay at a kennel.",
+        "services": ["groomed_kennels", "email"],
+        "stages": [
+            {"tools": ["groomed_kennels__find_kennels"], "take": "pick", "items": [2, 8],
+             "by": [{"field": "nightly_price", "order": "min",
+                     "says": "the cheapest kennel"}]},
+            {"tools": ["groomed_kennels__book_stay"]},
+            {"tools": ["email__send_email"], "optional": True, "fresh": True,
+             "about": "the stay at the kennel",
+             "args": {"subject": "Boarding booked", "body": "The stay is booked."}}],
+        "rules": ["naming"], "naming": "board", "report": [0, 2]},)
+
+
+def test_a_job_declared_next_to_a_service_is_composed_and_listed() -> None:
+    registry = _registry()
+    registry.add(GroomedKennels)
+    names = tuple(ScenarioRegistry.default().names())
+    composer = Composer(registry, ComposerConfig(scenarios=names, derive=True, distractors=2))
+    assert "boarding_for_a_trip" in [s.name for s in composer.scenarios]
+    # a service with its own job gets no derived one
+    assert not any(s.name.startswith("groomed_kennels_") for s in composer.scenarios)
+    own = Composer(registry, ComposerConfig(scenarios=names, derive=True), None)
+    tasks = []
+    for seed in range(400):
+        try:
+            task = own.compose(seed)
+        except Exception:  # noqa: BLE001 - rejected seeds
+            continue
+        if task.scenario == "boarding_for_a_trip":
+            tasks.append(task)
+            break
+    assert tasks and "Go with the cheapest kennel in " in tasks[0].instruction
+    assert replay(tasks[0], registry=registry).rubric_score == 1.0
+
+
+def test_a_broken_declared_job_names_its_service() -> None:
+    class Broken(Kennels):
+        """Pet boarding with a job missing its stages."""
+
+        name = "broken_kennels"
+        jobs = ({"name": "no_stages", "domain": "pets", "persona": ["I board pets."],
+                 "goal": "A pet needs a stay.", "services": ["broken_kennels", "email"]},)
+
+    registry = _registry()
+    registry.add(Broken)
+    import pytest
+
+    from compoenv.compose.derive import service_jobs
+    from compoenv.scenarios import ScenarioError
+
+    with pytest.raises(ScenarioError, match="service 'broken_kennels', job 0: field 'stages'"):
+        service_jobs(registry)

@@ -38,22 +38,24 @@ def scenarios(names: tuple[str, ...], paths: tuple[Path, ...], check: bool, seed
     from compoenv.registry import Registry
     from compoenv.scenarios import ScenarioError, ScenarioRegistry
 
-    from compoenv.compose.derive import derive_jobs
+    from compoenv.compose.derive import derive_jobs, service_jobs
 
     try:
         registry = Registry.default()
         declared = ScenarioRegistry.from_paths(paths) if paths else ScenarioRegistry.default()
         # and the jobs derived for the services no declared scenario acts on (a library's)
-        derived = [] if paths else derive_jobs(registry, list(declared))
-        pool = ScenarioRegistry([*declared, *derived])
+        own = [] if paths else service_jobs(registry)
+        derived = [] if paths else derive_jobs(registry, [*declared, *own])
+        pool = ScenarioRegistry([*declared, *own, *derived])
         chosen = [pool.get(n) for n in names] if names else list(pool)
         for scenario in chosen:
             scenario.check(registry)
     except ScenarioError as exc:
         raise click.ClickException(str(exc)) from None
-    made = {s.name for s in derived}
+    made, theirs = {s.name for s in derived}, {s.name for s in own}
     rows: list[dict[str, Any]] = [{
-        "name": s.name, "kind": "derived" if s.name in made else "declared",
+        "name": s.name,
+        "kind": "derived" if s.name in made else "service" if s.name in theirs else "declared",
         "domain": s.domain, "services": s.services,
         "stages": [st.tools for st in s.stages], "rules": s.rules} for s in chosen]
     if check:
@@ -63,10 +65,11 @@ def scenarios(names: tuple[str, ...], paths: tuple[Path, ...], check: bool, seed
         click.echo(json.dumps(rows, indent=2))
         return
     domains = len({r["domain"] for r in rows})
-    table = Table(title=f"{len(rows)} scenarios over {domains} domains "
-                        f"({len(rows) - len(made & {r['name'] for r in rows})} declared, "
-                        f"{len(made & {r['name'] for r in rows})} derived for services no "
-                        f"declared one acts on)", show_lines=True)
+    kinds = Counter(r["kind"] for r in rows)
+    table = Table(title=f"{len(rows)} scenarios over {domains} domains ({kinds['declared']} "
+                        f"declared, {kinds['service']} declared by services, "
+                        f"{kinds['derived']} derived for services no other acts on)",
+                  show_lines=True)
     for col in ("scenario", "kind", "domain", "services", "stages") + ("yield", "calls") * check:
         table.add_column(col)
     for r in rows:

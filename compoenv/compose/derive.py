@@ -21,17 +21,20 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
+from pydantic import ValidationError
+
 from compoenv.compose.choices import orderable, plain
 from compoenv.compose.labels import plural, service_label
 from compoenv.compose.motifs import returns_list
 from compoenv.compose.render import noun
 from compoenv.graph import ToolGraph
 from compoenv.registry import Registry, RegistryError
-from compoenv.scenarios import Scenario
+from compoenv.scenarios import Scenario, ScenarioError
 from compoenv.schema import names_record
 from compoenv.service import ToolSpec
 
-__all__ = ["derive_jobs", "derived", "job_weights", "acting_services", "NOTIFY", "RECORD"]
+__all__ = ["derive_jobs", "derived", "job_weights", "acting_services", "service_jobs", "NOTIFY",
+           "RECORD"]
 
 NOTIFY = "email__send_email"
 RECORD = "docs_editor__create_document"
@@ -52,6 +55,26 @@ def acting_services(scenarios: Iterable[Scenario], registry: Registry) -> set[st
                         out.add(tool.split("__", 1)[0])
                 except RegistryError:
                     continue
+    return out
+
+
+def service_jobs(registry: Registry, services: Iterable[str] | None = None) -> list[Scenario]:
+    """The jobs services declare next to themselves (a class's ``jobs``, a spec's ``"jobs"``),
+    as scenarios.
+
+    Raises:
+        ScenarioError: a job that is no valid scenario, naming the service and the field.
+    """
+    out: list[Scenario] = []
+    for name in services if services is not None else registry.names():
+        for i, job in enumerate(registry.info(name).jobs):
+            try:
+                out.append(Scenario.model_validate(job))
+            except ValidationError as exc:
+                first = exc.errors(include_url=False)[0]
+                where = ".".join(str(p) for p in first["loc"]) or "(root)"
+                raise ScenarioError(f"service {name!r}, job {i}: field {where!r}: "
+                                    f"{first['msg']}") from None
     return out
 
 

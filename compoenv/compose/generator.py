@@ -12,7 +12,7 @@ from compoenv.compose.render import render_instruction
 from compoenv.compose.rewrite import RewriteStats, keeps, rewrite_instruction
 from compoenv.compose.difficulty import DifficultyMix, estimate, level
 from compoenv.compose.rubric import answer_text, build_rubric
-from compoenv.compose.derive import derived, job_weights
+from compoenv.compose.derive import derived, job_weights, service_jobs
 from compoenv.compose.jobs import job_task
 from compoenv.compose.records import capabilities
 from compoenv.compose.verify import verify_task, verify_walk
@@ -66,7 +66,13 @@ class Composer:
                 raise ValueError(f"scenario {scenario.name!r} needs services {sorted(missing)} "
                                  f"that the composer's services leave out")
         if self.scenarios and self.config.derive:
-            self.scenarios += derived(self.registry, list(pool), names)
+            # jobs the library's services declare, then jobs derived for the services that
+            # no scenario acts on
+            own = [j for j in service_jobs(self.registry, names) if set(j.services) <= set(names)
+                   and j.name not in {s.name for s in self.scenarios}]
+            for job in own:
+                job.check(self.registry)
+            self.scenarios += own + derived(self.registry, list(pool) + own, names)
         self.weights = job_weights(self.scenarios, self.registry)
         for name in self.config.require:
             self.registry.get(name)  # an unknown name fails here, with "did you mean"

@@ -245,7 +245,7 @@ def service_from_spec(spec: dict[str, Any], base: type[Service]) -> type[Service
     cls = type(f"Spec_{spec['name']}", bases, {
         "__doc__": spec["description"], "name": spec["name"], "domain": spec["domain"],
         "related": tuple(spec.get("related", ())), "version": spec.get("version", "1"),
-        "display": spec.get("display", ""),
+        "display": spec.get("display", ""), "jobs": tuple(spec.get("jobs", ())),
         "__module__": f"compoenv.specs.{spec['name']}",
     })
     cls._spec_tools = tools  # type: ignore[attr-defined]
