@@ -78,6 +78,19 @@ REASONS: dict[str, tuple[str, str]] = {
                            "default, or at the value the rubric states) broke the solution",
                            "give optional parameters defaults the tool honours, and keep "
                            "records independent of parameters the request leaves open"),
+    "tied_pick": ("every business criterion left two of this list's items level (or nearly: "
+                  "amounts within 2 %, times within the hour), so the request would have two "
+                  "right answers",
+                  "seed items whose prices, dates or amounts differ, or give the stage a "
+                  "criterion by another field"),
+    "no_criterion": ("no field of this list's items is one a person chooses by (a price, a due "
+                     "date, a duration)",
+                     "give the items such a field, tagged with its role, or give the stage "
+                     "'by' criteria"),
+    "alternative_fails": ("another valid plan (calls reordered, extra reads, messages worded "
+                          "otherwise) scored below 1.0 on this task",
+                          "make ids and records independent of the order of independent calls "
+                          "and of free wording (salt ids with what the record is, not its text)"),
     "ambiguous_grounding": ("a value carried from this tool's result was found at several places",
                             "return each value once, at one path"),
     "duplicate": ("the task equals one already composed", "more tools and varied records help"),
