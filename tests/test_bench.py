@@ -93,3 +93,27 @@ def test_the_synthetic_corpus_is_the_same_for_a_seed_and_loads_as_specs(tmp_path
         assert spec["api"] == rel.parts[0]  # services of one API share it, and name each other
         assert set(spec.get("related", ())) == {p.stem for p in files
                                                 if p.parts[0] == rel.parts[0]} - {rel.stem}
+
+
+def test_variety_bench_counts_near_duplicates_dates_and_openings() -> None:
+    from bench.variety import mask, measure, near_duplicates
+
+    base = ('I run AP at Acme Labs. Go with the cheapest hotel in Paris. I need you to book '
+            'it for Ana Kim (ana.kim@acme.com) from 2026-03-20 for 2 nights.')
+    other = base.replace("Acme Labs", "Quarry Media").replace("Paris", "Rome") \
+        .replace("2026-03-20", "2026-04-02").replace("ana.kim@acme.com", "li@q.com")
+    different = "Our supplier chases three open bills; pay each one and tell their desk."
+    assert mask(base) == mask(other)  # only what varies between copies of one skeleton
+    best = near_duplicates([base, other, different])
+    assert best[0] == best[1] == 1.0 and best[2] < 0.2
+    from compoenv.task import Call, Task
+
+    def task(text: str, date: str) -> Task:
+        return Task(instruction=text, services=["hotels"], seed=1, date=date,
+                    solution=[Call(name="hotels__search_hotels", arguments={"city": "Rome"})],
+                    rubric=[], domain="travel", hops=1)
+
+    out = measure([task(base, "2026-03-16"), task(other, "2026-04-01"),
+                   task(different, "2026-04-01")])
+    assert out["near_duplicate_share"] == round(2 / 3, 4) and out["distinct_dates"] == 2
+    assert out["distinct_openings_share"] == round(2 / 3, 4)
