@@ -65,7 +65,11 @@ def test_a_goal_request_rewrite_keeps_its_facts_and_leaks_nothing():
     with ChatServer(responder=lambda r: "Hello there. " + draft(r)) as srv:
         c = _goal_composer(srv.url)
         task = next(c.generate(1, seed=2))
-    assert task.guidance == "goal" and task.instruction.startswith("Hello there.")
+    request = task.instruction.rpartition("Request: ")[2]
+    assert task.guidance == "goal" and request.startswith("Hello there.")
+    # the house rules are kept as stated, a list by design
+    assert task.instruction.rpartition("Request: ")[0] == \
+        task.recorded["rewrite"]["template"].rpartition("Request: ")[0]
     assert replay(task).rubric_score == 1.0
     template = task.recorded["rewrite"]["template"]
     hotel = next(c.mentions[0] for c in task.rubric if getattr(c, "mentions", None)) \

@@ -89,13 +89,16 @@ def test_the_same_seed_is_the_same_job_at_every_level() -> None:
         assert g.solution == s.solution == h.solution
         assert (g.guidance, s.guidance, h.guidance) == ("goal", "steps", "hints")
         assert "Then " in s.instruction and "Then " not in g.instruction
-        assert "Hint: it helps to " in h.instruction and "Hint" not in g.instruction
+        hinted = ("Hint: it helps to ", "Tip: you can ", "A pointer: you may want to ")
+        assert any(x in h.instruction for x in hinted)
+        assert not any(x in g.instruction for x in hinted)
         assert estimate(g) > estimate(h) > estimate(s)
 
 
 def test_a_goal_request_states_the_decision_and_asks_for_the_message_by_its_facts() -> None:
     for task in _tasks("goal"):
-        assert "Go with the cheapest hotel in " in task.instruction
+        assert re.search(r"(Go with|Pick|It should be|Use|Choose) the cheapest hotel in ",
+                         task.instruction)
         assert "about their room at the hotel, naming the hotel" in task.instruction
         assert "Your room is booked" not in task.instruction  # the wording is the agent's
         named = [c for c in task.rubric if isinstance(c, CallCriterion) and c.mentions]

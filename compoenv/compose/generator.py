@@ -128,13 +128,16 @@ class Composer:
         keep = sorted(stated | {f"{x:g}" for x in walk.literals})
         # what the template states (a goal-level request leaves out the values of the
         # lookups it leaves to the agent): each must survive the rewrite
-        keep = [v for v in keep if keeps(task.instruction, v)]
+        # the house rules stay as they are stated (a list, by design): the request is rewritten
+        rules, marker, request = task.instruction.rpartition("Request: ")
+        keep = [v for v in keep if keeps(request, v)]
         found = {str(b.value) for s in walk.steps for b in s.bindings if b.source is not None}
         forbid = sorted((found - stated) | set(task.answer) | {answer_text(v) for v in walk.hidden})
-        text = rewrite_instruction(task.instruction, keep, forbid, self._client,
+        text = rewrite_instruction(request, keep, forbid, self._client,
                                    stats=self.rewrite_stats)
         if text is None:
             return task
+        text = rules + marker + text
         rewritten = task.model_copy(update={
             "instruction": text,
             "recorded": {**task.recorded, "rewrite": {"template": task.instruction,

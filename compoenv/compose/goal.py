@@ -14,6 +14,7 @@ lookups a helpful user would mention.
 
 from __future__ import annotations
 
+import random
 import re
 from typing import Any
 
@@ -188,7 +189,25 @@ def _fan(walk: Walk, segment_steps: list[int], list_step: int, other: str,
     return f"for each of {_article(listing)}{other}, " + _and(wants)
 
 
-def render_goal(walk: Walk, context: str | None = None, hints: int = 0) -> str:
+# how people put it: a request draws one of each (by its seed), so two tasks of one job do not
+# open every sentence alike
+_DECIDE = ("Go with {}.", "Pick {}.", "It should be {}.", "Use {}.", "Choose {}.")
+_FIRST = ("I need you to {}.", "Please {}.", "Could you {}?", "Can you {}?",
+          "I'd like you to {}.")
+_MORE = ("Also {}.", "On top of that, {}.", "And please {}.", "As well as that, {}.")
+_ABOUT = ("This is about {}.", "It concerns {}.", "For context, it's about {}.",
+          "The job concerns {}.")
+_HINT = ("Hint: it helps to {}.", "Tip: you can {}.", "A pointer: you may want to {}.")
+
+
+def _say(frames: tuple[str, ...], text: str, rng: random.Random | None) -> str:
+    frame = frames[0] if rng is None else rng.choice(frames)
+    said = frame.format(text)
+    return said[0].upper() + said[1:]
+
+
+def render_goal(walk: Walk, context: str | None = None, hints: int = 0,
+                rng: random.Random | None = None) -> str:
     """A goal-level request: house rules, who the user is and what they want, the decisions
     they made, what has to be done (writes only, no order, no reads), what to report.
 
@@ -196,6 +215,7 @@ def render_goal(walk: Walk, context: str | None = None, hints: int = 0) -> str:
         walk: The composed job.
         context: The persona and goal sentence.
         hints: How many lookups to mention besides (``hints`` guidance: 2; ``goal``: 0).
+        rng: Draws how each sentence is put (the first phrasing of each without one).
     """
     free = free_params(walk)
     fed = lists_fed(walk)
@@ -233,19 +253,19 @@ def render_goal(walk: Walk, context: str | None = None, hints: int = 0) -> str:
     said = " ".join(w if isinstance(w, str) else " ".join(w) for w in wants + decisions)
     needs = [n for n in needs if n.casefold() not in said.casefold()]
     if needs:
-        sentences.append(_sentence("This is about " + _and([_article(n) for n in needs])))
+        sentences.append(_say(_ABOUT, _and([_article(n) for n in needs]), rng))
     if decisions:
-        sentences.append(f"Go with {_and(decisions)}.")
+        sentences.append(_say(_DECIDE, _and(decisions), rng))
     opened = False
     for want in wants:
         if isinstance(want, str):
             sentences.append(_sentence(want))
         elif want:
-            sentences.append(_sentence(("Also " if opened else "I need you to ") + _and(want)))
+            sentences.append(_say(_MORE if opened else _FIRST, _and(want), rng))
             opened = True
     if hints and lookups:
         tips = [phrase(walk.steps[i].spec, walk, walk.steps[i].bindings) for i in lookups[:hints]]
-        sentences.append(_sentence("Hint: it helps to " + _and(tips)))
+        sentences.append(_say(_HINT, _and(tips), rng))
     sentences = [fix_articles(s) for s in sentences] + report_sentences(walk)
     return with_rules(walk, " ".join(([context] if context else []) + sentences))
 

@@ -128,7 +128,8 @@ def job_task(composer: Any, seed: int, verify: bool, rng: random.Random, world: 
     if guidance == "steps":
         instruction = render_instruction(walk, context)
     else:
-        instruction = render_goal(walk, context, hints=2 if guidance == "hints" else 0)
+        instruction = render_goal(walk, context, hints=2 if guidance == "hints" else 0,
+                                  rng=random.Random(f"say:{seed}"))
     task = Task(
         instruction=instruction, guidance=guidance,
         services=services, distractors=distractors,
