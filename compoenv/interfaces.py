@@ -20,6 +20,7 @@ from compoenv.roles import Role
 
 __all__ = [
     "Interface", "interface_of", "SEMANTIC_TYPES", "ENTITY_MODELS", "STATABLE", "Entity",
+    "declare_statable",
     # semantic types
     "PersonName", "EmailAddress", "PhoneNumber", "Url", "Date", "DateTime", "TimeOfDay",
     "DurationMinutes", "Money", "CurrencyCode", "City", "CountryCode", "StreetAddress",
@@ -52,6 +53,12 @@ class _Statable(AbcSet[str]):
     @classmethod
     def _from_iterable(cls, names: Any) -> frozenset[str]:  # what set operations return
         return frozenset(names)
+
+
+def declare_statable(names: Any) -> None:
+    """Count these interface names as statable (what a library index recorded of a module it
+    has not imported yet)."""
+    _DECLARED_STATABLE.update(n for n in names if isinstance(n, str))
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Iterable, Iterator
 
+from compoenv.interfaces import STATABLE, declare_statable
 from compoenv.service import Service, qualified_name
 from compoenv.signature import ToolSignature
 from compoenv.untrusted import clip
@@ -47,7 +48,7 @@ __all__ = ["INDEX_NAME", "Library", "LibraryError", "ServiceInfo", "open_library
 INDEX_NAME = "index.json"
 TRUST_ENV = "COMPOENV_TRUST_CODE"
 PROVENANCE_SUFFIX = ".provenance.json"  # compoenv synthesize's record beside its module
-FORMAT = 1
+FORMAT = 2  # 2: display names, declared jobs and statable interfaces
 _Files = dict[str, tuple[int, int]]  # relative path -> (size, modification time in ns)
 
 
@@ -88,15 +89,25 @@ class ServiceInfo:
     tools: tuple[ToolSignature, ...] = field(default=(), repr=False)
     display: str = ""
     jobs: tuple[dict[str, Any], ...] = field(default=(), repr=False)
+    # the interfaces of its tools a user can state (its own ones too: a pet's name), so an
+    # index read back without importing the module still knows where a walk may start
+    statable: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        declare_statable(self.statable)
 
     @classmethod
     def of(cls, service: type[Service], kind: str = "class",
            file: str | None = None) -> ServiceInfo:
         """The info of a service class (its tools parsed)."""
+        specs = service.tool_specs().values()
+        statable = sorted({slot.interface for spec in specs
+                           for slot in (*spec.inputs, *spec.outputs)
+                           if slot.interface in STATABLE})
         return cls(service.name, kind, service.domain, service.description(),
                    service.version, tuple(service.related), getattr(service, "api", None),
-                   file, tuple(ToolSignature.of(s) for s in service.tool_specs().values()),
-                   service.display, tuple(service.jobs))
+                   file, tuple(ToolSignature.of(s) for s in specs),
+                   service.display, tuple(service.jobs), tuple(statable))
 
     def renamed(self, name: str, related: tuple[str, ...]) -> ServiceInfo:
         """The same service under another name (its tools' qualified names follow)."""
@@ -109,7 +120,7 @@ class ServiceInfo:
         return {"name": self.name, "file": self.file, "kind": self.kind, "domain": self.domain,
                 "description": self.description, "version": self.version,
                 "related": list(self.related), "api": self.api, "display": self.display,
-                "jobs": list(self.jobs),
+                "jobs": list(self.jobs), "statable": list(self.statable),
                 "tools": [t.to_json() for t in self.tools]}
 
     @classmethod
@@ -119,7 +130,7 @@ class ServiceInfo:
                    tuple(data["related"]), data.get("api"), data["file"],
                    tuple(ToolSignature.from_json(name, t, qualified_name(name, t["name"]))
                          for t in data["tools"]), data.get("display", ""),
-                   tuple(data.get("jobs", ())))
+                   tuple(data.get("jobs", ())), tuple(data.get("statable", ())))
 
 
 @dataclass(frozen=True)

@@ -113,7 +113,7 @@ def job_weights(scenarios: list[Scenario], registry: Registry) -> list[float]:
 
 # how much more often a service of the user's own libraries is drawn than a built-in one: the
 # services a user loads with --library are what they are building tasks for
-OWN_WEIGHT = 3.0
+OWN_WEIGHT = 5.0
 
 
 def _worth(registry: Registry, name: str) -> float:
@@ -161,8 +161,8 @@ def _writes_on(graph: ToolGraph, tool: str, service: str, items: bool) -> list[s
         if edge.target_service != service or edge.target in out:
             continue
         spec = graph.specs[edge.target]
-        if spec.read_only or (items and edge.path[:1] != ("*",)):
-            continue
+        if spec.read_only or (items and (edge.path[:1] != ("*",) or edge.path[-1] != "id")):
+            continue  # from a list: a write on the item itself, by its own id
         schema = spec.parameters.get("properties", {}).get(edge.param, {})
         if not names_record(edge.param, schema):
             continue  # it acts on the record found or made, named by its key

@@ -34,6 +34,8 @@ _READ_VERB = re.compile(
     r"^(?:search(?: for)?|find(?: out)?|list|look up|get|show(?: me)?|check|fetch|see|browse|"
     r"pull up|read|open|view|look at|work out|tell me|compare|count|review)\s+"
     r"(?:(?:me|all|the|every)\s+)*", re.IGNORECASE)
+# the parameters that make a write a message or a document (its wording is the point of it)
+_MESSAGE = frozenset({"subject", "body", "title", "content", "message", "text"})
 _FAN_LEAD = re.compile(r"^for each ([^,]*?) found((?: other than [^,]+)?), ")
 _NAME_FIELDS = ("name", "title", "company", "number", "symbol", "code")
 
@@ -163,6 +165,8 @@ def _want(walk: Walk, index: int, free: dict[int, frozenset[str]]) -> str:
         return text
     about = walk.about.get(index)
     if about is None:
+        if not drop & _MESSAGE:
+            return text  # a note or a reason the agent words: nothing to say of it
         topic = next((step.arguments[p] for p in ("subject", "title", "name") if p in drop),
                      None)
         about = f'"{topic}"' if topic else "the job"

@@ -167,7 +167,8 @@ def _that(template: str, param: str) -> str:
 
 # the words that lead a free-wording value in a phrase ("with subject {subject} and body
 # {body}", "titled {title}"): they go with it when the request leaves the wording open
-_LEADS = (r"\s+(?:with|and|titled|called|named|saying|noting|containing|reading|stating)"
+_LEADS = (r"\s+(?:with|and|titled|called|named|saying|noting|containing|reading|stating|for|"
+          r"about|regarding|because of|as)"
           r"(?:\s+(?:the|a|an|subject|body|text|content|note|notes|message|description|memo|"
           r"details))*")
 
