@@ -18,7 +18,7 @@ from compoenv.task import (
 
 CONTRACT_FIELDS = {"id", "instruction", "services", "distractors", "seed", "date", "solution",
                    "answer", "rubric", "capabilities", "domain", "hops", "recorded",
-                   "fingerprint", "scenario", "difficulty", "rules"}
+                   "fingerprint", "scenario", "difficulty", "rules", "guidance"}
 
 
 def task_dict(**overrides: Any) -> dict[str, Any]:
