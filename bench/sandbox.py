@@ -209,15 +209,67 @@ raise ImportError("this module never loads")
 ''',
 }
 
-# Payloads the boundary does not stop, listed so that the figures say so (docs/synthesis.md).
-NOT_DEFENDED: dict[str, str] = {
-    # code in the checks' process can rewrite what each check records: the checks run beside
-    # the module they judge, so a module written against compoenv's internals can pass
+# Payloads that try to forge acceptance in their own process: the checks run in the caller's
+# process (compoenv.synthesis.remote), so what they patch is not what judges them.
+PAYLOADS.update({
+    # what each check records, rewritten so that every check passes
     "checks_patch": _UNHOOK + '''
 import compoenv.checks.report as report
 report.Findings.result = lambda self, name, seconds: report.CheckResult(name, True, [], 0.0)
+_probe(patched="compoenv.checks.report.Findings.result")
 ''' + _FAILING,
-}
+    # builtins the verdict is computed with: all() and any() always true, len() always 0
+    "builtins_patch": _UNHOOK + '''
+import builtins
+builtins.all = lambda iterable: True
+builtins.any = lambda iterable: True
+_probe(patched="builtins.all, builtins.any")
+''' + _FAILING,
+    # the checker and the sandbox's judge in this process: verify() returns a passing report,
+    # the sandbox's verdict says ok, the worker's loader answers with a made-up service
+    "checker_patch": _UNHOOK + '''
+import sys
+import compoenv.checks as checks
+from compoenv.checks.report import CheckResult, VerifyReport
+def _passing(target, **kwargs):
+    return VerifyReport("book_club", str(target), [CheckResult("conventions", True, [], 0.0)])
+checks.verify = checks.verify_all = _passing
+patched = ["compoenv.checks.verify"]
+for name in ("compoenv.synthesis.sandbox", "compoenv.synthesis.remote",
+             "compoenv.synthesis.worker"):
+    module = sys.modules.get(name)
+    if module is not None:
+        for attr in ("_result", "verify_sandboxed", "mirror", "_envelope"):
+            if hasattr(module, attr):
+                setattr(module, attr, lambda *a, **k: None)
+                patched.append(name + "." + attr)
+_probe(patched=patched)
+''' + _FAILING,
+    # a verdict of its own: a passing report in its temp dir and on every pipe it holds (the
+    # old job's result line, and an answer of the worker's protocol)
+    "fake_verdict": _UNHOOK + '''
+import json, os, stat
+report = {"service": "book_club", "target": "book_club.py", "ok": True,
+          "checks": [{"name": "conventions", "ok": True, "details": [], "seconds": 0.0}]}
+with open("verdict.json", "w") as f:
+    json.dump(report, f)
+line = ("compoenv-jail-result:" + json.dumps({"ok": True, "report": report}) + "\\n"
+        + json.dumps({"result": {"success": True, "data": report}, "state": None}) + "\\n")
+pipes = []
+for fd in range(3, 64):
+    try:
+        if stat.S_ISFIFO(os.fstat(fd).st_mode):
+            os.write(fd, line.encode())
+            pipes.append(fd)
+    except OSError:
+        pass
+_probe(wrote_to_pipes=pipes)
+''' + _FAILING,
+})
+
+# Payloads the sandbox does not stop, listed so that the figures say so (docs/synthesis.md):
+# none of those tried.
+NOT_DEFENDED: dict[str, str] = {}
 
 # A module that behaves inside the sandbox and fires where it finds a real system: when a
 # library folder holding it is listed (checked by ``dormant_library``).

@@ -1,6 +1,7 @@
 """The operating system's boundary around model-written code (bench/sandbox.py's payloads):
 each payload first switches the in-process audit hook off, then tries the host; none
-reaches it, a dormant payload never runs, and no patch of the verdict makes a module pass."""
+reaches it, a dormant payload never runs, and no patch in the module's own process (of the
+checks, the report, builtins, the checker, or a verdict of its own) makes a module pass."""
 
 from __future__ import annotations
 
@@ -54,8 +55,11 @@ def test_a_dormant_payload_in_a_library_never_runs() -> None:
     assert outcome.contained, outcome.to_json()
 
 
-def test_the_payloads_the_boundary_does_not_stop_are_named() -> None:
-    assert set(NOT_DEFENDED) == {"checks_patch"} and not set(NOT_DEFENDED) & set(PAYLOADS)
+def test_no_payload_is_left_undefended() -> None:
+    # forging acceptance in the module's own process: each is a payload that must be rejected
+    assert not NOT_DEFENDED
+    assert {"checks_patch", "builtins_patch", "checker_patch", "fake_verdict",
+            "report_patch", "forged_stdout"} <= set(PAYLOADS)
 
 
 def test_synthesize_refuses_without_a_boundary_unless_unsafe(monkeypatch: pytest.MonkeyPatch,
