@@ -210,7 +210,9 @@ raise ImportError("this module never loads")
 }
 
 # Payloads that try to forge acceptance in their own process: the checks run in the caller's
-# process (compoenv.synthesis.remote), so what they patch is not what judges them.
+# process (compoenv.synthesis.remote), so what they patch is not what judges them. Each of
+# FORGERIES is the failing module above with a patch: it is rejected by the check it fails.
+FORGERIES = ("report_patch", "checks_patch", "builtins_patch", "checker_patch")
 PAYLOADS.update({
     # what each check records, rewritten so that every check passes
     "checks_patch": _UNHOOK + '''
@@ -288,11 +290,12 @@ class Outcome:
     seconds: float
     saw: dict[str, Any]
     verdict_ok: bool
+    reasons: tuple[str, ...] = ()  # why the sandbox rejected the module (first few)
 
     def to_json(self) -> dict[str, Any]:
         return {"payload": self.name, "contained": self.contained, "why": self.why,
                 "seconds": round(self.seconds, 2), "saw": self.saw,
-                "accepted": self.verdict_ok}
+                "accepted": self.verdict_ok, "rejected_for": list(self.reasons)}
 
 
 def _fill(source: str, **values: Any) -> str:
@@ -399,7 +402,8 @@ def run_payload(name: str, source: str, *, timeout_s: float = 30, memory_mb: int
                             sandbox_processes() if alone else 0)
     marker.unlink(missing_ok=True)
     (repo / "compoenv_sandbox_escape").unlink(missing_ok=True)
-    return Outcome(name, contained, why, seconds, saw, result.ok)
+    return Outcome(name, contained, why, seconds, saw, result.ok,
+                   tuple(line[:200] for line in result.reasons()[:3]))
 
 
 def dormant_library() -> Outcome:
@@ -427,6 +431,24 @@ def dormant_library() -> Outcome:
     finally:
         marker.unlink(missing_ok=True)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def legit(rounds: int = 3) -> dict[str, Any]:
+    """A good model-written module (the book club of tests/fixtures/synthesis) verified with
+    every check ``rounds`` times: whether it is accepted, and the seconds of each run."""
+    from compoenv.synthesis import extract_code
+
+    fixtures = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "synthesis"
+    code = extract_code((fixtures / "good.md").read_text(encoding="utf-8"))
+    seconds, accepted = [], []
+    for _ in range(rounds):
+        result = verify_sandboxed(code, "book_club.py", spec=fixtures / "book_club.json",
+                                  limits=Limits(timeout_s=300))
+        seconds.append(round(result.seconds, 2))
+        accepted.append(result.ok)
+    return {"module": "book_club (tests/fixtures/synthesis/good.md)", "checks": "all",
+            "accepted": all(accepted), "seconds": seconds,
+            "median_s": sorted(seconds)[len(seconds) // 2]}
 
 
 def run(only: list[str] | None = None, log: Callable[[str], None] = lambda s: None
@@ -463,8 +485,13 @@ def run(only: list[str] | None = None, log: Callable[[str], None] = lambda s: No
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.sandbox", description=__doc__)
     parser.add_argument("--only", nargs="*", help="run only these payloads")
+    parser.add_argument("--legit", type=int, default=0, metavar="N",
+                        help="also verify a good module with every check N times (timing)")
     args = parser.parse_args(argv)
-    print(json.dumps(run(args.only, lambda s: print(s, file=sys.stderr)), indent=2))
+    out = run(args.only, lambda s: print(s, file=sys.stderr))
+    if args.legit > 0:
+        out["legit"] = legit(args.legit)
+    print(json.dumps(out, indent=2))
 
 
 if __name__ == "__main__":

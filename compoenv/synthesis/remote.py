@@ -87,7 +87,7 @@ class Worker:
         self.timeout_note = f"{max(0.0, deadline - time.monotonic()):.0f} s"
         self._dropped: list[int] = []
         self._lock = threading.Lock()
-        self._buffer = b""
+        self._buffer = bytearray()
         self._dead: WorkerFailed | None = None
         argv, info = command(config), None
         if config["isolated"]:
@@ -170,7 +170,8 @@ class Worker:
             return self.receive()
 
     def _line(self, limit: float) -> str:
-        while b"\n" not in self._buffer:
+        at = self._buffer.find(b"\n")
+        while at < 0:
             if len(self._buffer) > MAX_MESSAGE_BYTES:
                 self._fail(WorkerFailed(f"the module's process sent a message over "
                                         f"{MAX_MESSAGE_BYTES:,} bytes"))
@@ -181,8 +182,11 @@ class Worker:
                 continue
             if not chunk:
                 self._fail(self._ended())
+            at = chunk.find(b"\n")
+            if at >= 0:
+                at += len(self._buffer)
             self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
+        line, self._buffer = self._buffer[:at], self._buffer[at + 1:]
         if len(line) > MAX_MESSAGE_BYTES:
             self._fail(WorkerFailed(f"the module's process sent a message over "
                                     f"{MAX_MESSAGE_BYTES:,} bytes"))
