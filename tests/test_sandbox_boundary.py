@@ -140,3 +140,24 @@ def test_without_the_boundary_the_worker_is_still_another_process(
     assert good.ok, good.reasons()
     with pytest.raises(SandboxUnavailable):
         verify_sandboxed("x = 1\n", "book_club.py", limits=Limits(timeout_s=30))
+
+
+@needs_boundary
+def test_the_checks_see_the_worker_s_module_as_they_see_it_in_their_own_process(
+        tmp_path: Path) -> None:
+    """The mirror is faithful: each check's findings on a good module in the worker are those
+    of the same checks on the module imported here (a bug of the mirror would show)."""
+    from compoenv.checks import verify
+    from compoenv.synthesis import extract_code
+
+    fixtures = Path(__file__).parent / "fixtures" / "synthesis"
+    code = extract_code((fixtures / "good.md").read_text(encoding="utf-8"))
+    (tmp_path / "book_club.py").write_text(code, encoding="utf-8")
+    checks = ("conventions", "schemas", "reads", "writes", "errors", "fuzz", "worldmodel",
+              "consistency")
+    here = verify(str(tmp_path / "book_club.py"), checks=checks, spec=SPEC).to_json()
+    there = verify_sandboxed(code, "book_club.py", checks=checks, spec=SPEC,
+                             limits=Limits(timeout_s=60))
+    assert there.ok, there.reasons()
+    assert [(c["name"], c["ok"], c["details"]) for c in there.report["checks"]] == \
+        [(c["name"], c["ok"], c["details"]) for c in here["checks"]]

@@ -154,9 +154,9 @@ def verify_sandboxed(code: str, filename: str, *, limits: Limits = Limits(),
         if isolated:
             config["user"] = boundary.sandbox_user()
             boundary.prepare(root, config["user"])
-        run = _Run(config, limits, Path(logs), started + limits.timeout_s)
+        run = _Run(config, limits, Path(logs), started + limits.timeout_s, target)
         try:
-            report, failure = run.verify(target, names, spec)
+            report, failure = run.verify(names, spec)
         finally:
             run.close()
         return _result(report, failure, run.denied, Path(filename).stem, limits,
@@ -170,9 +170,10 @@ class _Run:
     """The workers of one verification: the one the checks call, and the seeding check's
     two fresh ones; every denial any of them reports."""
 
-    def __init__(self, config: dict[str, Any], limits: Limits, logs: Path,
-                 deadline: float) -> None:
+    def __init__(self, config: dict[str, Any], limits: Limits, logs: Path, deadline: float,
+                 target: Path) -> None:
         self.config, self.limits, self.logs, self.deadline = config, limits, logs, deadline
+        self.target = target
         self.denied: list[str] = []
         self.workers: list[Worker] = []
 
@@ -184,13 +185,13 @@ class _Run:
         self.workers.append(worker)
         return worker
 
-    def verify(self, target: Path, names: Sequence[str], spec: str | Path | None
+    def verify(self, names: Sequence[str], spec: str | Path | None
                ) -> tuple[VerifyReport | None, WorkerFailed | None]:
-        """The report of the checks run here on the module in ``target``, or why none."""
+        """The report of the checks run here on the module, or why none was made."""
         from compoenv.checks import verify
         from compoenv.checks.report import CheckResult
 
-        began = time.perf_counter()
+        target, began = self.target, time.perf_counter()
         try:
             worker = self.start()
             described = worker.request({"op": "load", "path": str(target)})
@@ -221,7 +222,7 @@ class _Run:
         out: list[dict[str, Any] | str] = []
         try:
             for worker in workers:
-                worker.send({"op": "load", "path": self.target_path})
+                worker.send({"op": "load", "path": str(self.target)})
             for worker in workers:
                 try:
                     loaded = worker.receive()
@@ -239,10 +240,6 @@ class _Run:
             for worker in workers:
                 worker.close()
         return out
-
-    @property
-    def target_path(self) -> str:
-        return str(next(Path(self.config["root"]).glob("*.py")))
 
     def close(self) -> None:
         for worker in self.workers:
