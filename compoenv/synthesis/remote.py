@@ -89,6 +89,7 @@ class Worker:
         self._lock = threading.Lock()
         self._buffer = bytearray()
         self._dead: WorkerFailed | None = None
+        self._closed = False
         argv, info = command(config), None
         if config["isolated"]:
             info = os.pipe()
@@ -229,6 +230,9 @@ class Worker:
 
     def close(self) -> int | None:
         """Kill the worker and every process it started; return once none is left."""
+        if self._closed:
+            return self.process.returncode
+        self._closed = True
         try:
             os.killpg(self.process.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -351,7 +355,10 @@ class _Mirror(Service):
         answer = self.worker.request(request)
         if "error" in answer:
             raise ModuleError(clip(str(answer["error"]), 400))
-        self._handle = int(answer["handle"])
+        if type(answer.get("handle")) is not int:
+            raise WorkerFailed(f"the module's process answered a new instance without its "
+                               f"handle: {clip(str(answer), 120)}")
+        self._handle = answer["handle"]
         weakref.finalize(self, self.worker.drop, self._handle)
         if state is not None and answer.get("state") is None:
             self._state = self._synced = state
