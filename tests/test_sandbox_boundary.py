@@ -125,6 +125,14 @@ def test_a_worker_that_hangs_dies_or_breaks_the_protocol_is_rejected(body: str,
     assert sandbox_processes() == 0
 
 
+@needs_boundary
+def test_a_worker_past_its_cpu_time_is_contained() -> None:
+    result = verify_sandboxed(_TOOL.replace("{body}", "while True: pass"), "book_club.py",
+                              checks=("fuzz",), limits=Limits(timeout_s=60, cpu_s=3,
+                                                              memory_mb=512))
+    assert result.reasons() == ["contained: ran past the CPU time limit of 3 s"], result
+
+
 def test_without_the_boundary_the_worker_is_still_another_process(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """--unsafe: no bubblewrap, but the module still runs in a worker of its own, so a patch

@@ -49,8 +49,6 @@ __all__ = ["WorkerFailed", "ModuleError", "Worker", "mirror", "MAX_MESSAGE_BYTES
            "MAX_DEPTH"]
 
 MAX_DEPTH = 64  # nesting of one message: a record's fields and their parts sit well inside
-_SIGNALS = {signal.SIGXCPU: "the CPU time limit", signal.SIGKILL: "a kill (the memory or "
-            "process limit)"}
 
 
 class WorkerFailed(BaseException):
@@ -90,6 +88,7 @@ class Worker:
         self._buffer = bytearray()
         self._dead: WorkerFailed | None = None
         self._closed = False
+        self.cpu_s = config["cpu_s"]
         argv, info = command(config), None
         if config["isolated"]:
             info = os.pipe()
@@ -216,10 +215,12 @@ class Worker:
             code = None
         # killed by a limit: as a signal, or (behind bubblewrap, whose init reports its
         # child's death) as the shell's 128 + the signal's number
-        for number, what in _SIGNALS.items():
-            if code in (-number, 128 + number):
-                return WorkerFailed(f"contained: the module's process was stopped by {what}",
-                                    contained=True)
+        if code in (-signal.SIGXCPU, 128 + signal.SIGXCPU):
+            return WorkerFailed(f"contained: ran past the CPU time limit of {self.cpu_s} s",
+                                contained=True)
+        if code in (-signal.SIGKILL, 128 + signal.SIGKILL):
+            return WorkerFailed("contained: the module's process was killed by the kernel (a "
+                                "limit of the sandbox)", contained=True)
         return WorkerFailed(f"the module's process ended (exit status {code}) in the middle "
                             f"of a request")
 
