@@ -209,15 +209,69 @@ raise ImportError("this module never loads")
 ''',
 }
 
-# Payloads the boundary does not stop, listed so that the figures say so (docs/synthesis.md).
-NOT_DEFENDED: dict[str, str] = {
-    # code in the checks' process can rewrite what each check records: the checks run beside
-    # the module they judge, so a module written against compoenv's internals can pass
+# Payloads that try to forge acceptance in their own process: the checks run in the caller's
+# process (compoenv.synthesis.remote), so what they patch is not what judges them. Each of
+# FORGERIES is the failing module above with a patch: it is rejected by the check it fails.
+FORGERIES = ("report_patch", "checks_patch", "builtins_patch", "checker_patch")
+PAYLOADS.update({
+    # what each check records, rewritten so that every check passes
     "checks_patch": _UNHOOK + '''
 import compoenv.checks.report as report
 report.Findings.result = lambda self, name, seconds: report.CheckResult(name, True, [], 0.0)
+_probe(patched="compoenv.checks.report.Findings.result")
 ''' + _FAILING,
-}
+    # builtins the verdict is computed with: all() and any() always true, len() always 0
+    "builtins_patch": _UNHOOK + '''
+import builtins
+builtins.all = lambda iterable: True
+builtins.any = lambda iterable: True
+_probe(patched="builtins.all, builtins.any")
+''' + _FAILING,
+    # the checker and the sandbox's judge in this process: verify() returns a passing report,
+    # the sandbox's verdict says ok, the worker's loader answers with a made-up service
+    "checker_patch": _UNHOOK + '''
+import sys
+import compoenv.checks as checks
+from compoenv.checks.report import CheckResult, VerifyReport
+def _passing(target, **kwargs):
+    return VerifyReport("book_club", str(target), [CheckResult("conventions", True, [], 0.0)])
+checks.verify = checks.verify_all = _passing
+patched = ["compoenv.checks.verify"]
+for name in ("compoenv.synthesis.sandbox", "compoenv.synthesis.remote",
+             "compoenv.synthesis.worker"):
+    module = sys.modules.get(name)
+    if module is not None:
+        for attr in ("_result", "verify_sandboxed", "mirror", "_envelope"):
+            if hasattr(module, attr):
+                setattr(module, attr, lambda *a, **k: None)
+                patched.append(name + "." + attr)
+_probe(patched=patched)
+''' + _FAILING,
+    # a verdict of its own: a passing report in its temp dir and on every pipe it holds (the
+    # old job's result line, and an answer of the worker's protocol)
+    "fake_verdict": _UNHOOK + '''
+import json, os, stat
+report = {"service": "book_club", "target": "book_club.py", "ok": True,
+          "checks": [{"name": "conventions", "ok": True, "details": [], "seconds": 0.0}]}
+with open("verdict.json", "w") as f:
+    json.dump(report, f)
+line = ("compoenv-jail-result:" + json.dumps({"ok": True, "report": report}) + "\\n"
+        + json.dumps({"result": {"success": True, "data": report}, "state": None}) + "\\n")
+pipes = []
+for fd in range(3, 64):
+    try:
+        if stat.S_ISFIFO(os.fstat(fd).st_mode):
+            os.write(fd, line.encode())
+            pipes.append(fd)
+    except OSError:
+        pass
+_probe(wrote_to_pipes=pipes)
+''' + _FAILING,
+})
+
+# Payloads the sandbox does not stop, listed so that the figures say so (docs/synthesis.md):
+# none of those tried.
+NOT_DEFENDED: dict[str, str] = {}
 
 # A module that behaves inside the sandbox and fires where it finds a real system: when a
 # library folder holding it is listed (checked by ``dormant_library``).
@@ -236,11 +290,12 @@ class Outcome:
     seconds: float
     saw: dict[str, Any]
     verdict_ok: bool
+    reasons: tuple[str, ...] = ()  # why the sandbox rejected the module (first few)
 
     def to_json(self) -> dict[str, Any]:
         return {"payload": self.name, "contained": self.contained, "why": self.why,
                 "seconds": round(self.seconds, 2), "saw": self.saw,
-                "accepted": self.verdict_ok}
+                "accepted": self.verdict_ok, "rejected_for": list(self.reasons)}
 
 
 def _fill(source: str, **values: Any) -> str:
@@ -347,7 +402,8 @@ def run_payload(name: str, source: str, *, timeout_s: float = 30, memory_mb: int
                             sandbox_processes() if alone else 0)
     marker.unlink(missing_ok=True)
     (repo / "compoenv_sandbox_escape").unlink(missing_ok=True)
-    return Outcome(name, contained, why, seconds, saw, result.ok)
+    return Outcome(name, contained, why, seconds, saw, result.ok,
+                   tuple(line[:200] for line in result.reasons()[:3]))
 
 
 def dormant_library() -> Outcome:
@@ -375,6 +431,24 @@ def dormant_library() -> Outcome:
     finally:
         marker.unlink(missing_ok=True)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def legit(rounds: int = 3) -> dict[str, Any]:
+    """A good model-written module (the book club of tests/fixtures/synthesis) verified with
+    every check ``rounds`` times: whether it is accepted, and the seconds of each run."""
+    from compoenv.synthesis import extract_code
+
+    fixtures = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "synthesis"
+    code = extract_code((fixtures / "good.md").read_text(encoding="utf-8"))
+    seconds, accepted = [], []
+    for _ in range(rounds):
+        result = verify_sandboxed(code, "book_club.py", spec=fixtures / "book_club.json",
+                                  limits=Limits(timeout_s=300))
+        seconds.append(round(result.seconds, 2))
+        accepted.append(result.ok)
+    return {"module": "book_club (tests/fixtures/synthesis/good.md)", "checks": "all",
+            "accepted": all(accepted), "seconds": seconds,
+            "median_s": sorted(seconds)[len(seconds) // 2]}
 
 
 def run(only: list[str] | None = None, log: Callable[[str], None] = lambda s: None
@@ -411,8 +485,13 @@ def run(only: list[str] | None = None, log: Callable[[str], None] = lambda s: No
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.sandbox", description=__doc__)
     parser.add_argument("--only", nargs="*", help="run only these payloads")
+    parser.add_argument("--legit", type=int, default=0, metavar="N",
+                        help="also verify a good module with every check N times (timing)")
     args = parser.parse_args(argv)
-    print(json.dumps(run(args.only, lambda s: print(s, file=sys.stderr)), indent=2))
+    out = run(args.only, lambda s: print(s, file=sys.stderr))
+    if args.legit > 0:
+        out["legit"] = legit(args.legit)
+    print(json.dumps(out, indent=2))
 
 
 if __name__ == "__main__":

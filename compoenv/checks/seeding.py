@@ -12,10 +12,10 @@ from typing import Any
 
 from compoenv.checks.report import Findings
 from compoenv.checks.target import Target
-from compoenv.service import Service
+from compoenv.service import Service, State
 from compoenv.world import World
 
-__all__ = ["seeding", "digests", "prefetch"]
+__all__ = ["seeding", "digests", "digests_of", "prefetch"]
 
 SEEDS = (0, 1)
 TIMEOUT_S = 120
@@ -47,7 +47,11 @@ def load_ref(ref: list[str]) -> type[Service]:
 
 def digests(cls: type[Service], seeds: tuple[int, ...] = SEEDS) -> dict[str, Any]:
     """The state digest for each World seed, and whether the seeded state holds anything."""
-    states = [cls(World(seed)).state for seed in seeds]
+    return digests_of([cls(World(seed)).state for seed in seeds])
+
+
+def digests_of(states: list[State]) -> dict[str, Any]:
+    """What ``digests`` says of these seeded states."""
     return {"digests": [s.digest() for s in states],
             "stateful": any(any(s.model_dump().values()) for s in states)}
 
@@ -109,7 +113,11 @@ def seeding(target: Target) -> Findings:
     World seeds 0 and 1 seed different states, unless the service holds no state."""
     found = Findings()
     here = digests(target.cls)
-    if target.ref:
+    elsewhere = getattr(target.cls, "fresh_seedings", None)  # a sandboxed module's own
+    if elsewhere is not None:
+        outcomes = elsewhere()
+        found.note("two fresh sandboxed processes seeded it")
+    elif target.ref:
         prefetch([target.ref])
         outcomes = _PREFETCHED.pop(target.ref)
         seconds, together = _SPENT.pop(target.ref)

@@ -52,7 +52,8 @@ class _UsageError(click.ClickException):
               help="The environment variable holding the endpoint's key (none: no key).")
 @click.option("--unsafe", is_flag=True,
               help="Where no operating-system sandbox can be made (bubblewrap missing or "
-                   "failing), run the model's code anyway, behind the in-process jail only. "
+                   "failing), run the model's code anyway, in a worker process behind the audit hook "
+                   "and the rlimits only. "
                    "Without it, synthesize refuses.")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON on stdout.")
 def synthesize_command(spec: Path, base_url: str, model: str, rounds: int, out: Path,

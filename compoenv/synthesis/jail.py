@@ -1,6 +1,6 @@
-"""The child side of the sandbox: resource limits, an audit hook, then verification.
+"""The child side of the sandbox: resource limits, an audit hook, then the worker.
 
-Run only by ``compoenv.synthesis.sandbox``, as ``command(config)`` (``python -I -c ...``).
+Run only by ``compoenv.synthesis.remote``, as ``command(config)`` (``python -I -c ...``).
 Before any generated code is imported, the process limits its memory (RLIMIT_AS), CPU time,
 file sizes and open files, and installs an audit hook (``sys.addaudithook``; a hook cannot be
 removed) that denies:
@@ -9,8 +9,7 @@ removed) that denies:
   installation, compoenv and the service library for reading;
 - every ``socket.*`` event (no network, not even loopback);
 - starting a process (``subprocess.Popen``, ``os.system``, ``os.exec*``, ``os.spawn*``,
-  ``os.posix_spawn``, ``os.fork``), except verification's own ``python -m compoenv.checks.*``
-  helpers, which are started through this jail again, one level deep;
+  ``os.posix_spawn``, ``os.fork``);
 - ``ctypes`` (it would reach C functions that no audit event covers), ``gc``'s object
   searches (they would find this hook), signals to other processes, opening a directory
   outside the temp dir (its descriptor would anchor ``dir_fd=`` opens), and changing files
@@ -21,10 +20,10 @@ it tried; it is not a security boundary against code written to break out of the
 The boundary is the operating system's: this process runs under bubblewrap
 (``compoenv.synthesis.boundary``), and only with ``--unsafe`` without it.
 
-Each denial is written to stdout (a ``VIOLATION`` line) before it is raised, so code that
-catches the PermissionError, or runs into the time limit afterwards, is still reported. The
-last ``MARKER`` line of stdout is the outcome as JSON: ``{"report": ..., "summary": ...,
-"ok": ..., "error": ...}``.
+Then the process serves ``compoenv.synthesis.worker``'s requests: it imports the module and
+runs its tools one call at a time for the checks, which run in the caller's process. Each
+denial is sent to the caller (a ``denied`` message) before it is raised, so code that
+catches the PermissionError, or runs into the time limit afterwards, is still reported.
 """
 
 from __future__ import annotations
@@ -32,16 +31,12 @@ from __future__ import annotations
 import json
 import os
 import resource
-import subprocess
 import sys
-from typing import Any
+from typing import Any, Callable
 
-__all__ = ["MARKER", "VIOLATION", "JAIL_MODULE", "environment", "main", "command"]
+__all__ = ["JAIL_MODULE", "environment", "main", "command"]
 
-MARKER = "compoenv-jail-result:"
-VIOLATION = "compoenv-jail-denied:"
 JAIL_MODULE = "compoenv.synthesis.jail"
-MAX_SPAWNS = 4  # verification's helpers (the seeding check starts two)
 MAX_PROCESSES = 64  # RLIMIT_NPROC of the sandbox's user (threads count too)
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 _PROCESS_EVENTS = frozenset({"os.system", "os.fork", "os.forkpty", "os.kill", "os.killpg",
@@ -57,13 +52,10 @@ _DENIED_LINKS = frozenset({"os.symlink", "os.link"})
 class _Jail:
     """The audit hook's rules; each denial is reported on ``report`` and raised."""
 
-    def __init__(self, root: str, readable: list[str], depth: int) -> None:
+    def __init__(self, root: str, readable: list[str]) -> None:
         self.root = os.path.realpath(root)
         self.readable = [os.path.realpath(p) for p in readable]
-        self.depth = depth
-        self.spawns = 0
-        self.report: Any = None  # the stream the parent reads (set by main)
-        self.prefix: list[str] = []  # how verification's helpers start (set by main)
+        self.report: Callable[[str], None] | None = None  # tells the caller (set by main)
 
     def _inside(self, path: Any, roots: list[str]) -> bool:
         if isinstance(path, int):
@@ -81,8 +73,7 @@ class _Jail:
 
     def deny(self, what: str) -> None:
         if self.report is not None:  # at once: a job killed at its time limit still tells
-            self.report.write(f"{VIOLATION}{json.dumps(what)}\n")
-            self.report.flush()
+            self.report(what)
         raise PermissionError(f"contained: {what}")
 
     def __call__(self, event: str, args: tuple[Any, ...]) -> None:
@@ -100,10 +91,7 @@ class _Jail:
             self.deny(f"tried to use the network ({event}{target})")
         elif event == "subprocess.Popen":
             command = list(args[1]) if isinstance(args[1], (list, tuple)) else [args[1]]
-            ours = [str(c) for c in command[:4]] == self.prefix
-            if not ours or self.depth > 0 or self.spawns >= MAX_SPAWNS:
-                self.deny(f"tried to start a process: {' '.join(map(str, command))[:200]}")
-            self.spawns += 1
+            self.deny(f"tried to start a process: {' '.join(map(str, command))[:200]}")
         elif (event in _PROCESS_EVENTS or event.startswith(("os.exec", "os.spawn",
                                                              "os.posix_spawn"))):
             self.deny(f"tried to start or signal a process ({event})")
@@ -133,24 +121,6 @@ def _limit(memory_mb: int, cpu_s: int, isolated: bool) -> None:
         resource.setrlimit(kind, (cap, cap if kind != resource.RLIMIT_CPU else hard))
 
 
-class _JailedPopen(subprocess.Popen):  # type: ignore[type-arg]
-    """``subprocess.Popen`` in the jail: verification's ``python -m compoenv.checks.*``
-    helpers start in a jail of their own (same limits, same temp dir, empty environment);
-    every other command reaches the audit hook unchanged and is denied there."""
-
-    config: dict[str, Any] = {}
-
-    def __init__(self, args: Any, *rest: Any, **kwargs: Any) -> None:
-        given = list(args) if isinstance(args, (list, tuple)) else None
-        if (given and len(given) >= 3 and given[0] == sys.executable
-                and given[1] == "-m" and str(given[2]).startswith("compoenv.checks.")):
-            child = {**self.config, "depth": self.config["depth"] + 1,
-                     "module": str(given[2]), "argv": [str(a) for a in given[3:]]}
-            args = command(child)
-            kwargs["env"] = environment(self.config["root"])
-        super().__init__(args, *rest, **kwargs)
-
-
 def command(config: dict[str, Any]) -> list[str]:
     """How a jailed job starts: ``python -I`` with compoenv's own folder first on its path
     (the caller's copy of compoenv, not whatever an installed finder points at)."""
@@ -164,46 +134,19 @@ def environment(root: str) -> dict[str, str]:
     return {"HOME": root, "TMPDIR": root, "LANG": "C.UTF-8", "PATH": "/nonexistent"}
 
 
-def _verify(config: dict[str, Any]) -> dict[str, Any]:
-    from compoenv.checks import verify
-
-    report = verify(config["target"], checks=config.get("checks"), spec=config.get("spec"))
-    return {"report": report.to_json(), "summary": report.summary(), "ok": report.ok}
-
-
 def main(argv: list[str]) -> int:
-    """Run one job (verification, or a verification helper module) inside the jail."""
+    """Serve one worker (``compoenv.synthesis.worker``) inside the jail."""
     config = json.loads(argv[0])
     _limit(int(config["memory_mb"]), int(config["cpu_s"]), bool(config.get("isolated")))
     os.chdir(config["root"])
     sys.dont_write_bytecode = True  # compoenv's own caches live outside the temp dir
-    import compoenv.checks  # noqa: F401 - imported before the hook: the trusted side
-    import compoenv.checks.seeding  # noqa: F401
-    import runpy
+    from compoenv.synthesis import worker  # imported before the hook: the trusted side
 
-    jail = _Jail(config["root"], config["readable"], int(config["depth"]))
-    jail.prefix = command(config)[:4]
-    _JailedPopen.config = config
-    subprocess.Popen = _JailedPopen  # type: ignore[misc]
-    result_stream = sys.stdout
-    jail.report = None if config.get("module") else result_stream
-    sys.stdout = sys.stderr  # what the generated code prints is not the result
+    channel = worker.Channel.take_standard_streams()  # the module's prints go to stderr
+    jail = _Jail(config["root"], config["readable"])
+    jail.report = channel.denied
     sys.addaudithook(jail)
-    if config.get("module"):  # a helper: its output and exit status are its result
-        sys.stdout = result_stream
-        sys.argv = [config["module"], *config["argv"]]
-        runpy.run_module(config["module"], run_name="__main__", alter_sys=True)
-        return 0
-    outcome: dict[str, Any] = {}
-    try:
-        outcome = _verify(config)
-    except MemoryError:
-        outcome = {"error": f"contained: exceeded the memory limit of {config['memory_mb']} MB"}
-    except BaseException as exc:  # noqa: BLE001 - any way the job ends is reported as data
-        outcome = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
-    result_stream.write(MARKER + json.dumps(outcome) + "\n")
-    result_stream.flush()
-    os._exit(0)  # no atexit handler or thread of the generated code runs after the result
+    return worker.serve(channel, config)
 
 
 if __name__ == "__main__":

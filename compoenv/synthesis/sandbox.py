@@ -1,14 +1,12 @@
-"""Verify untrusted generated code in a subprocess behind the operating system's boundary
-(bubblewrap, see ``compoenv.synthesis.boundary``), with rlimits and a wall-clock kill; the
-verdict is computed here, outside, from the checks' results the job returns."""
+"""Verify untrusted generated code: the module lives in worker processes behind the operating
+system's boundary (bubblewrap, see ``compoenv.synthesis.boundary``), with rlimits and a
+wall-clock kill; the checks run here, in the caller's process, on a mirror of its service
+whose tools run in the worker one call at a time (``compoenv.synthesis.remote``), so the
+verdict is made here from data the worker sends."""
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -16,16 +14,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from compoenv.checks.report import VerifyReport
+from compoenv.service import State
 from compoenv.synthesis import boundary
 from compoenv.synthesis.boundary import SandboxUnavailable
-from compoenv.synthesis.jail import MARKER, VIOLATION, command, environment
+from compoenv.synthesis.remote import ModuleError, Worker, WorkerFailed, mirror, seeded_states
+from compoenv.untrusted import clip
 
 __all__ = ["Limits", "SandboxResult", "SandboxUnavailable", "verify_sandboxed",
            "readable_roots", "import_path"]
 
-_TAIL = 4_000  # characters of the child's stderr kept for the report
-_LINE = 2_000  # characters kept of one detail or error line the job returns
-_SHOWN_BY_SUMMARY = ("a check failed", "the module did not load")
+_TAIL = 4_000  # characters of the workers' stderr kept for the report
+_LINE = 2_000  # characters kept of the module's load failure
 
 
 @dataclass(frozen=True)
@@ -33,9 +33,11 @@ class Limits:
     """What one sandboxed verification may use.
 
     Attributes:
-        timeout_s: Wall-clock limit of the whole run (the process group is killed after it).
-        memory_mb: Address-space limit of each process (RLIMIT_AS).
-        cpu_s: CPU-time limit of each process (RLIMIT_CPU); default: ``timeout_s``.
+        timeout_s: Wall-clock limit of the whole run (the workers are killed after it).
+        memory_mb: Address-space limit of each worker process (RLIMIT_AS).
+        cpu_s: CPU-time limit of each worker process (RLIMIT_CPU); default: ``timeout_s``.
+        call_timeout_s: Wall-clock limit of one request to a worker (loading the module,
+            seeding an instance, one tool call).
         unsafe: Run without the operating system's boundary when none can be made here (the
             in-process audit hook and the rlimits only). Without it, verification refuses
             (``SandboxUnavailable``) where bubblewrap is missing or fails.
@@ -45,10 +47,14 @@ class Limits:
     memory_mb: int = 2048
     cpu_s: int | None = None
     unsafe: bool = False
+    call_timeout_s: float = 60.0
 
     def __post_init__(self) -> None:
         if self.timeout_s <= 0:
             raise ValueError(f"timeout must be > 0 seconds, got {self.timeout_s}")
+        if self.call_timeout_s <= 0:
+            raise ValueError(f"the limit per call must be > 0 seconds, got "
+                             f"{self.call_timeout_s}")
         if self.memory_mb < 256:
             raise ValueError(f"memory limit must be at least 256 MB (Python and compoenv "
                              f"need about 200), got {self.memory_mb}")
@@ -64,9 +70,10 @@ class SandboxResult:
         summary: The report's summary: one line per failed check (what the model is told).
         contained: What the code tried that the sandbox stopped (``contained: ...``), or
             the limit it ran into; empty when nothing was contained.
-        error: Why no report came back (a crash of the job), else empty.
+        error: Why the module is rejected beyond its report: why no report was made (its
+            process ended, or broke the protocol), or a service of another name.
         seconds: Wall-clock time of the run.
-        stderr: The end of the job's stderr, for a human.
+        stderr: The end of the workers' stderr, for a human.
     """
 
     ok: bool
@@ -113,14 +120,16 @@ def verify_sandboxed(code: str, filename: str, *, limits: Limits = Limits(),
                      checks: Sequence[str] | None = None, spec: str | Path | None = None
                      ) -> SandboxResult:
     """Write ``code`` to a fresh temp dir as ``filename`` and run ``compoenv.checks.verify``
-    on it in a jailed ``python -I`` subprocess (see ``compoenv.synthesis.jail``).
+    on it: the checks run in this process, on a mirror of the module's service whose every
+    tool call runs in a jailed worker process (``compoenv.synthesis.remote``); the seeding
+    check's fresh processes are jailed workers too.
 
     Args:
         code: The generated Python module (one Service subclass).
         filename: Its file name in the temp dir (``<service>.py``).
         limits: Time and memory limits.
         checks: The verify checks to run (default: all).
-        spec: The spec JSON the service's schemas must agree with (copied into the temp dir).
+        spec: The spec JSON the service's schemas must agree with (read here, by the checks).
 
     Returns:
         The outcome; this function raises only for its own misuse, never for the code.
@@ -132,135 +141,140 @@ def verify_sandboxed(code: str, filename: str, *, limits: Limits = Limits(),
     from compoenv.checks import check_names
 
     isolated = boundary.required(limits.unsafe)
-    expected = (list(check_names(checks)), Path(filename).stem)
+    names = check_names(checks)
     root = tempfile.mkdtemp(prefix="compoenv-synth-")
     logs = tempfile.mkdtemp(prefix="compoenv-synth-logs-")  # outside the jail's reach
+    started = time.monotonic()
     try:
         target = Path(root, Path(filename).name)
         target.write_text(code, encoding="utf-8")
-        spec_copy = None
-        if spec is not None:
-            spec_copy = str(Path(root, "spec.json"))
-            shutil.copyfile(spec, spec_copy)
-        config = {"root": root, "target": str(target), "checks": list(checks) if checks else
-                  None, "spec": spec_copy, "readable": readable_roots(), "depth": 0,
-                  "path": import_path(), "isolated": isolated,
-                  "memory_mb": limits.memory_mb,
+        config = {"root": root, "readable": readable_roots(), "path": import_path(),
+                  "isolated": isolated, "memory_mb": limits.memory_mb,
                   "cpu_s": int(limits.cpu_s or max(1, round(limits.timeout_s)))}
         if isolated:
             config["user"] = boundary.sandbox_user()
             boundary.prepare(root, config["user"])
-        return _run(config, limits, Path(logs), expected)
+        run = _Run(config, limits, Path(logs), started + limits.timeout_s, target)
+        try:
+            report, failure = run.verify(names, spec)
+        finally:
+            run.close()
+        return _result(report, failure, run.denied, Path(filename).stem, limits,
+                       time.monotonic() - started, run.stderr())
     finally:
         shutil.rmtree(root, ignore_errors=True)
         shutil.rmtree(logs, ignore_errors=True)
 
 
-def _run(config: dict[str, Any], limits: Limits, logs: Path,
-         expected: tuple[list[str], str]) -> SandboxResult:
-    started = time.monotonic()
-    argv, info = command(config), None
-    if config["isolated"]:
-        info = os.pipe()
-        argv = boundary.wrap(argv, writable=config["root"], readable=config["readable"],
-                             user=config.get("user"), env=environment(config["root"]),
-                             info_fd=info[1])
-    with open(logs / "stdout", "wb") as out, open(logs / "stderr", "wb") as err:
-        process = subprocess.Popen(
-            argv, cwd="/" if config["isolated"] else config["root"],
-            stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=environment(config["root"]),
-            start_new_session=True, pass_fds=(info[1],) if info else ())
-        namespace = None
-        if info:
-            os.close(info[1])
-            namespace = boundary.namespace_of(info[0])
-        timed_out = False
+class _Run:
+    """The workers of one verification: the one the checks call, and the seeding check's
+    two fresh ones; every denial any of them reports."""
+
+    def __init__(self, config: dict[str, Any], limits: Limits, logs: Path, deadline: float,
+                 target: Path) -> None:
+        self.config, self.limits, self.logs, self.deadline = config, limits, logs, deadline
+        self.target = target
+        self.denied: list[str] = []
+        self.workers: list[Worker] = []
+
+    def start(self) -> Worker:
+        worker = Worker(self.config, deadline=self.deadline, stderr=self.logs / (
+            f"stderr-{len(self.workers)}"), denied=self.denied,
+            call_timeout_s=min(self.limits.call_timeout_s, self.limits.timeout_s))
+        worker.timeout_note = f"{self.limits.timeout_s:g} s"
+        self.workers.append(worker)
+        return worker
+
+    def verify(self, names: Sequence[str], spec: str | Path | None
+               ) -> tuple[VerifyReport | None, WorkerFailed | None]:
+        """The report of the checks run here on the module, or why none was made."""
+        from compoenv.checks import verify
+        from compoenv.checks.report import CheckResult
+
+        target, began = self.target, time.perf_counter()
         try:
-            process.wait(timeout=limits.timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+            worker = self.start()
+            described = worker.request({"op": "load", "path": str(target)})
+            failed = described.get("load_error") or described.get("error")
+            if failed is None:
+                try:
+                    service = mirror(worker, described, lambda: self.fresh_seedings(
+                        service.State))
+                except (ValueError, TypeError, KeyError) as exc:
+                    failed = f"the module's process described no usable service: {exc}"
+            if failed is not None:
+                return VerifyReport(target.name, target.name, [CheckResult(
+                    "load", False, [clip(str(failed), _LINE)],
+                    time.perf_counter() - began)]), None
+            report = verify(service, checks=names, spec=spec)
+            report.target = target.name
+            return report, None
+        except WorkerFailed as exc:
+            return None, exc
+
+    def fresh_seedings(self, model: type[State]) -> list[dict[str, Any] | str]:
+        """The seeding check's two fresh processes: two more workers, each seeding the
+        module from World seeds 0 and 1; the digests are taken here, of states validated
+        here (a worker that fails gives the failure, as the check's fresh processes do)."""
+        from compoenv.checks.seeding import SEEDS, digests_of
+
+        workers = [self.start() for _ in range(2)]
+        out: list[dict[str, Any] | str] = []
+        try:
+            for worker in workers:
+                worker.send({"op": "load", "path": str(self.target)})
+            for worker in workers:
+                try:
+                    loaded = worker.receive()
+                    if "load_error" in loaded or "error" in loaded:
+                        raise ModuleError(str(loaded.get("load_error") or loaded["error"]))
+                    worker.send({"op": "seed", "seeds": list(SEEDS)})
+                    out.append(digests_of(seeded_states(model, worker.receive())))
+                except ModuleError as exc:
+                    out.append(f"seeding in a fresh process failed: {clip(str(exc), 300)}")
+                except WorkerFailed as exc:
+                    if exc.contained:
+                        raise
+                    out.append(f"seeding in a fresh process failed: {exc.reason}")
         finally:
-            _kill_group(process)
-            boundary.wait_until_empty(namespace)  # nothing of the job runs after this
-            if info:
-                os.close(info[0])
-    seconds = time.monotonic() - started
-    stderr = _tail(logs / "stderr")
-    outcome, contained = _read_stdout(logs / "stdout")
-    if timed_out:
-        contained.append(f"contained: ran past the time limit of {limits.timeout_s:g} s")
-        return SandboxResult(False, None, "", contained, "", seconds, stderr)
-    if outcome is None:
-        return SandboxResult(False, None, "", contained + _killed(process.returncode, limits),
-                             _last_line(stderr) or f"the job exited with status "
-                             f"{process.returncode} and no result", seconds, stderr)
-    report, summary, verdict = _judge(outcome.get("report"), expected)
-    contained += [line for line in _contained_in(report, limits)  # a helper's, or a repeat
+            for worker in workers:
+                worker.close()
+        return out
+
+    def close(self) -> None:
+        for worker in self.workers:
+            worker.close()
+
+    def stderr(self) -> str:
+        return "\n".join(_tail(path) for path in sorted(self.logs.glob("stderr-*")))[-_TAIL:]
+
+
+def _result(report: VerifyReport | None, failure: WorkerFailed | None, denied: list[str],
+            service: str, limits: Limits, seconds: float, stderr: str) -> SandboxResult:
+    """The verdict, from the report the checks made here and what the workers did."""
+    contained = list(denied)
+    error = ""
+    if failure is not None:
+        if failure.contained:
+            contained.append(failure.reason)
+        else:
+            error = failure.reason
+    data = report.to_json() if report is not None else None
+    contained += [line for line in _contained_in(data, limits)  # a tool's, or a repeat
                   if not any(line.startswith(seen) for seen in contained)]
-    error = str(outcome.get("error") or "")[:_LINE]
-    if error.startswith("contained:"):
-        contained.append(error)
-        error = ""
-    if not error and verdict and verdict not in _SHOWN_BY_SUMMARY:
-        error = verdict
     contained = list(dict.fromkeys(contained))
-    ok = not verdict and not contained and not error
-    return SandboxResult(ok, report, summary, contained, error, seconds, stderr)
-
-
-def _judge(data: Any, expected: tuple[list[str], str]
-           ) -> tuple[dict[str, Any] | None, str, str]:
-    """The job's report rebuilt here from its checks' results, its summary, and why it does
-    not pass (empty when it does): the job's own ``ok`` and summary are not trusted. Every
-    check asked for must be there once, in order, under the service's expected name, and
-    passed."""
-    from compoenv.checks.report import CheckResult, VerifyReport
-
-    if not isinstance(data, dict):
-        return None, "", "the job returned no verify report"
-    try:
-        checks = [CheckResult(str(c["name"]), c["ok"] is True,
-                              [str(d)[:_LINE] for d in c.get("details", ())][:50],
-                              float(c.get("seconds", 0))) for c in data["checks"]]
-        report = VerifyReport(str(data["service"])[:_LINE], str(data.get("target", ""))[:_LINE],
-                              checks)
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return None, "", "the job returned a malformed verify report"
-    names, service = expected
-    ran = [c.name for c in checks]
-    if ran == ["load"]:
-        return report.to_json(), report.summary(), "the module did not load"
-    if ran != names:
-        return report.to_json(), report.summary(), (
-            f"the job's report has the checks {ran}, not the ones asked for {names}")
-    if report.service != service:
-        return report.to_json(), report.summary(), (
-            f"the service is named {report.service!r}; the spec's name is {service!r}")
-    return report.to_json(), report.summary(), "" if report.ok else "a check failed"
-
-
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    """End the job and every process it started (they share its new session)."""
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    process.wait()
-
-
-def _killed(returncode: int | None, limits: Limits) -> list[str]:
-    # killed by the CPU limit or the kernel: as a signal, or (behind bubblewrap, whose init
-    # reports its child's death) as the shell's 128 + the signal's number
-    if returncode in (-signal.SIGXCPU, -signal.SIGKILL, 128 + signal.SIGXCPU,
-                      128 + signal.SIGKILL):
-        return [f"contained: ran past the CPU time limit of "
-                f"{limits.cpu_s or round(limits.timeout_s)} s"]
-    return []
+    summary = report.summary() if report is not None else ""
+    if report is not None and not error:
+        ran = [c.name for c in report.checks]
+        if ran != ["load"] and report.service != service:
+            error = f"the service is named {report.service!r}; the spec's name is {service!r}"
+    ok = report is not None and report.ok and not contained and not error
+    return SandboxResult(ok, data, summary, contained, error, seconds, stderr)
 
 
 def _contained_in(report: dict[str, Any] | None, limits: Limits) -> list[str]:
-    """What a check saw the jail stop (a denial inside a tool call or a helper process
-    becomes that check's detail) or a memory limit hit, as ``contained:`` lines."""
+    """What a check saw the jail stop (a denial inside a tool call becomes that check's
+    detail) or a memory limit hit, as ``contained:`` lines."""
     found: list[str] = []
     for check in (report or {}).get("checks", ()):
         for detail in check.get("details", ()):
@@ -272,29 +286,7 @@ def _contained_in(report: dict[str, Any] | None, limits: Limits) -> list[str]:
     return found
 
 
-def _read_stdout(path: Path) -> tuple[dict[str, Any] | None, list[str]]:
-    """The job's result (its last ``MARKER`` line: the code's own output goes to stderr, and
-    a line it forges cannot follow the jail's own, written last) and what the jail denied."""
-    outcome: dict[str, Any] | None = None
-    denied: list[str] = []
-    for line in _tail(path, 1_000_000).splitlines():
-        try:
-            if line.startswith(VIOLATION):
-                denied.append(f"contained: {json.loads(line[len(VIOLATION):])}")
-            elif line.startswith(MARKER):
-                value = json.loads(line[len(MARKER):])
-                outcome = value if isinstance(value, dict) else None
-        except json.JSONDecodeError:
-            continue
-    return outcome, list(dict.fromkeys(denied))
-
-
 def _tail(path: Path, size: int = _TAIL) -> str:
     with open(path, "rb") as handle:
         handle.seek(max(0, path.stat().st_size - size))
         return handle.read().decode("utf-8", "replace")
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1][:300] if lines else ""
