@@ -121,7 +121,7 @@ def _listing(walk: Walk, index: int) -> str:
     step = walk.steps[index]
     said = phrase(step.spec, walk, step.bindings)
     rest = _READ_VERB.sub("", said, count=1)
-    return rest if rest != said else f"the {plural(noun(step.spec))} that {said} turns up"
+    return rest if rest != said else f"the {plural(noun(step.spec))} ({said})"
 
 
 def _decision(walk: Walk, index: int) -> str:
@@ -143,8 +143,8 @@ def _article(listing: str) -> str:
     """"the" before a listing, unless it has its own determiner or opens with a name
     ("Jonas Sorensen in my contacts", "flight LX792" stays "flight LX792")."""
     first = listing.split(" ", 1)[0]
-    if first in ("my", "the", "all", "every", "a", "an") or first[:1].isupper() \
-            or first[:1].isdigit():
+    if first in ("my", "the", "all", "every", "a", "an", "how", "what", "which", "who",
+                 "whether", "when", "where") or first[:1].isupper() or first[:1].isdigit():
         return listing
     return "the " + listing
 

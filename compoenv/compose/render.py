@@ -168,7 +168,7 @@ def _that(template: str, param: str) -> str:
 # the words that lead a free-wording value in a phrase ("with subject {subject} and body
 # {body}", "titled {title}"): they go with it when the request leaves the wording open
 _LEADS = (r"\s+(?:with|and|titled|called|named|saying|noting|containing|reading|stating|for|"
-          r"about|regarding|because of|as)"
+          r"about|regarding|because of|because|as)"
           r"(?:\s+(?:the|a|an|subject|body|text|content|note|notes|message|description|memo|"
           r"details))*")
 
@@ -194,6 +194,10 @@ def phrase(spec: ToolSpec, walk: Walk, bindings: list[Binding],
         bindings = [_first_said(walk, b, items) or b for b in bindings]
     template = spec.phrase or f"use {spec.qualified_name} ({spec.description.rstrip('.')})"
     if drop:
+        verb, _, rest = template.partition(" ")
+        for param in drop:  # "schedule {title} at ...": the thing made stays, as its kind
+            if rest.startswith("{%s}" % param):
+                template = f"{verb} a {noun(spec)}{rest[len(param) + 2:]}"
         template = without(template, drop)
         bindings = [b for b in bindings if b.param not in drop]
     for b in bindings:  # "cancel hotel reservation {id}" -> "cancel that hotel reservation"
