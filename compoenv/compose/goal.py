@@ -144,7 +144,8 @@ def _article(listing: str) -> str:
     ("Jonas Sorensen in my contacts", "flight LX792" stays "flight LX792")."""
     first = listing.split(" ", 1)[0]
     if first in ("my", "the", "all", "every", "a", "an", "how", "what", "which", "who",
-                 "whether", "when", "where") or first[:1].isupper() or first[:1].isdigit():
+                 "whether", "when", "where") or first[:1].isdigit() or (
+                     first[:1].isupper() and not first.isupper()):  # a name, not "CRM"
         return listing
     return "the " + listing
 
