@@ -386,6 +386,23 @@ def _reports(target: str, kind: str, message: str, world: World | None) -> bool:
 _COUNT_FIELD = re.compile(r"(?:^|_)counts?$|^(?:num|n)_", re.I)  # "count", "open_count"
 
 
+_TYPED: dict[tuple[str, Any], tuple[str, str]] = {}
+
+
+def _typed(text: str, world: World | None) -> tuple[str, str]:
+    """``kind_of`` and ``canonical`` of a value, kept per World (the same ids, dates and
+    amounts come back in every replay of a task)."""
+    key = (text, None if world is None else (world.seed, world.today))
+    hit = _TYPED.get(key)
+    if hit is None:
+        kind = kind_of(text, world)
+        hit = (kind, canonical(text, kind, world) if kind != "text" else text)
+        if len(_TYPED) >= 200_000:
+            _TYPED.clear()
+        _TYPED[key] = hit
+    return hit
+
+
 def worked_values(calls: Iterable[Any], is_write: Callable[[str], bool],
                   world: World | None = None) -> dict[str, frozenset[str]]:
     """Values of each kind the episode's own work accounts for, canonical as
@@ -409,9 +426,9 @@ def worked_values(calls: Iterable[Any], is_write: Callable[[str], bool],
         text = str(value)
         if budget < 0 or not 0 < len(text) <= 200:
             return
-        kind = kind_of(text, world)
+        kind, value = _typed(text, world)
         if kind != "text":
-            found.setdefault(kind, set()).add(canonical(text, kind, world))
+            found.setdefault(kind, set()).add(value)
             if kind == "datetime":
                 found.setdefault("date", set()).add(text[:10])
 
