@@ -132,7 +132,10 @@ class Composer:
         rules, marker, request = task.instruction.rpartition("Request: ")
         keep = [v for v in keep if keeps(request, v)]
         found = {str(b.value) for s in walk.steps for b in s.bindings if b.source is not None}
-        forbid = sorted((found - stated) | set(task.answer) | {answer_text(v) for v in walk.hidden})
+        # what a message must mention (a found name, say) is found too, never told
+        mentioned = {str(m) for c in task.rubric for m in getattr(c, "mentions", None) or ()}
+        forbid = sorted((found - stated) | (mentioned - stated) | set(task.answer)
+                        | {answer_text(v) for v in walk.hidden})
         text = rewrite_instruction(request, keep, forbid, self._client,
                                    stats=self.rewrite_stats)
         if text is None:
