@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from compoenv.service import did_you_mean
 
 __all__ = ["Pick", "Stage", "Scenario", "ScenarioRegistry", "ScenarioError", "RULE_KINDS",
-           "register_scenario", "resolve", "ENTRY_POINT_GROUP"]
+           "register_scenario", "resolve", "select_jobs", "ENTRY_POINT_GROUP"]
 
 ENTRY_POINT_GROUP = "compoenv.scenarios"
 RULE_KINDS = ("naming", "source_of_truth", "threshold", "ordering", "never")
@@ -60,7 +60,8 @@ def resolve(names: str | Iterable[str], services: Iterable[str] | None = None,
     scenario: the free walk), a comma-separated string or a list of names.
 
     Raises:
-        ScenarioError: an unknown name (with "did you mean").
+        ScenarioError: an unknown name (with "did you mean"), or a named scenario that needs
+            services outside ``services``.
     """
     pool = pool or ScenarioRegistry.default()
     if isinstance(names, str):
@@ -70,7 +71,46 @@ def resolve(names: str | Iterable[str], services: Iterable[str] | None = None,
         if text == "all":
             return tuple((pool.usable(services) if services else pool).names())
         names = text.split(",")
-    return tuple(pool.get(n.strip()).name for n in names if n.strip())
+    chosen = [pool.get(n.strip()) for n in names if n.strip()]
+    allowed = set(services) if services else None
+    for scenario in chosen:
+        if allowed is not None and not set(scenario.services) <= allowed:
+            raise ScenarioError(f"scenario {scenario.name!r} needs services "
+                                f"{sorted(set(scenario.services) - allowed)} that the chosen "
+                                f"services leave out")
+    return tuple(s.name for s in chosen)
+
+
+def select_jobs(jobs: Iterable[Scenario], require: Iterable[str] = (),
+                domains: Iterable[str] = ()) -> list[Scenario]:
+    """The jobs that use every service of ``require`` and belong to one of ``domains``
+    (case-insensitive; none given: any domain), in their order.
+
+    Raises:
+        ScenarioError: a domain no job has (with "did you mean" and the known domains), or
+            no job left: it names the service no job uses, or the domains that have none.
+    """
+    jobs, require = list(jobs), tuple(require)
+    known = {s.domain.casefold(): s.domain for s in jobs}
+    given = {d.strip().casefold(): d.strip() for d in domains if d.strip()}
+    wanted = set(given)
+    for domain in sorted(wanted - set(known)):
+        close = did_you_mean(domain, known, "domain").partition(".")[2]  # " Did you mean ...?"
+        raise ScenarioError(f"Unknown domain {given[domain]!r}.{close} Known domains: "
+                            f"{', '.join(sorted(known.values(), key=str.casefold))}")
+    kept = [s for s in jobs if not wanted or s.domain.casefold() in wanted]
+    for service in require:
+        if not any(service in s.services for s in kept):
+            where = f" of the domains {', '.join(sorted(wanted))}" if wanted else ""
+            raise ScenarioError(
+                f"no scenario{where} uses {service}: compose free walks that reach it "
+                f"(scenarios 'none'), or declare a job that uses it next to the service or in "
+                f"a scenario file (docs/scenarios.md)")
+    kept = [s for s in kept if set(require) <= set(s.services)]
+    if not kept:
+        raise ScenarioError(f"no scenario uses all of {', '.join(require)}: require fewer, or "
+                            f"declare a job that uses them together (docs/scenarios.md)")
+    return kept
 
 
 class Pick(_Model):

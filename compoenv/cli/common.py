@@ -139,6 +139,15 @@ def composer_options(func: Callable[..., Any]) -> Callable[..., Any]:
                           "('all', or comma-separated names, see `compoenv scenarios`), or "
                           "'none': free random walks of --min-hops to --max-hops calls, as "
                           "gym.make('CompoWorld-v0') composes by default."),
+        click.option("--services", multiple=True, metavar="NAMES",
+                     help="Only these services (comma-separated or repeated): scenario jobs "
+                          "whose services all lie in them, walks and distractors inside them."),
+        click.option("--require", multiple=True, metavar="NAMES",
+                     help="Services every task uses (comma-separated or repeated): jobs of the "
+                          "scenarios that use them all, or free walks that reach them."),
+        click.option("--domains", default=None, metavar="NAMES",
+                     help="Scenario jobs of these domains only (comma-separated, any case; "
+                          "see `compoenv scenarios`)."),
         click.option("--difficulty", default=None, metavar="MIX",
                      help="Shares of difficulty levels, e.g. easy=0.2,medium=0.4,hard=0.4 "
                           "(scenario tasks; generate also holds the set to these shares)."),
@@ -175,11 +184,13 @@ def composer_config(**flags: Any) -> Any:
     motifs = flags.pop("motifs", None)
     if motifs is not None:
         flags["motifs"] = tuple(m.strip() for m in motifs.split(",") if m.strip())
+    for name in ("services", "require", "domains"):  # NAMES, comma-separated or repeated
+        flags[name] = _names(flags.get(name), name) or (None if name == "services" else ())
     text = flags.pop("scenarios", "none")
     flags["scenarios"] = scenario_names(text, flags.get("services"))
     # every scenario: the declared ones and jobs derived for the services they leave out
     flags["derive"] = (text or "").strip() == "all"
-    _flags_apply(bool(flags["scenarios"]))
+    _flags_apply(bool(flags["scenarios"]) or flags["derive"])
     mix = difficulty_mix(flags.pop("difficulty", None))
     if mix is not None:
         flags["difficulty"] = mix.levels()
@@ -193,11 +204,44 @@ def composer_config(**flags: Any) -> Any:
             raise click.BadParameter(str(exc), param_hint="'--guidance'") from None
     known = {f.name for f in fields(ComposerConfig)}
     try:
-        return ComposerConfig(**{k: v for k, v in flags.items() if k in known})
+        config = ComposerConfig(**{k: v for k, v in flags.items() if k in known})
     except ValueError as exc:
-        message = str(exc).replace("min_hops", "--min-hops").replace("max_hops", "--max-hops")
-        message = message.replace("min_services", "--min-services")
-        raise click.UsageError(message) from None
+        message = str(exc)
+        for name in ("min_hops", "max_hops", "min_services", "max_calls", "domains"):
+            message = message.replace(name, "--" + name.replace("_", "-"))
+        raise click.UsageError(message.replace("not in services", "not in --services")
+                               .replace("(no scenarios)", "(--scenarios none)")) from None
+    if config.services or config.require or config.domains:  # what the jobs are, up front
+        from compoenv.compose.generator import composer_jobs
+        from compoenv.registry import Registry
+        from compoenv.scenarios import ScenarioError
+
+        try:
+            jobs = composer_jobs(Registry.default(), config)
+        except ScenarioError as exc:
+            raise click.UsageError(str(exc).replace("(scenarios 'none')", "(--scenarios none)")
+                                   ) from None
+        if not jobs and (config.scenarios or config.derive):
+            raise click.UsageError("no scenario job fits --services; add --scenarios none for "
+                                   "free walks over them")
+    return config
+
+
+def _names(values: Any, flag: str) -> tuple[str, ...]:
+    """The names of a NAMES flag (comma-separated, repeatable); for --services and --require,
+    each a service of the registry (else a usage error with "did you mean")."""
+    values = (values,) if isinstance(values, str) else values or ()
+    names = tuple(dict.fromkeys(n.strip() for v in values for n in v.split(",") if n.strip()))
+    if flag != "domains":
+        from compoenv.registry import Registry, RegistryError
+
+        for name in names:
+            try:
+                Registry.default().get(name)
+            except RegistryError as exc:
+                raise click.BadParameter(str(exc.args[0] if exc.args else exc),
+                                         param_hint=f"'--{flag}'") from None
+    return names
 
 
 def _flags_apply(scenarios: bool) -> None:

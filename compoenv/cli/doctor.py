@@ -2,6 +2,7 @@
 
     compoenv doctor contacts                 # a report: starts, joins, list motifs, composition
     compoenv doctor crm --tasks 50 --json    # the same, as JSON
+    compoenv doctor vet_clinic --library ./mine --sample 500   # how often default tasks use it
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from compoenv.cli.common import library_option
+from compoenv.cli.common import composer_config, composer_options, library_option
 
 __all__ = ["doctor"]
 
@@ -23,14 +24,19 @@ __all__ = ["doctor"]
 @click.argument("service")
 @click.option("--tasks", type=click.IntRange(min=1), default=20, show_default=True,
               help="Tasks to compose that must touch the service.")
+@click.option("--sample", type=click.IntRange(min=0), default=200, show_default=True,
+              help="Default tasks (as `compoenv generate` composes them with no flags) to "
+                   "compose and count those that call the service; 0: skip.")
 @click.option("--seed", default=0, show_default=True, help="Generation seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the diagnosis as JSON.")
 @library_option
-def doctor(service: str, tasks: int, seed: int, as_json: bool) -> None:
-    """Say why the composer uses SERVICE's tools, or why it never does, and how to fix it."""
+def doctor(service: str, tasks: int, sample: int, seed: int, as_json: bool) -> None:
+    """Say why the composer uses SERVICE's tools, or why it never does, and how to fix it,
+    and how often default tasks use it."""
     from compoenv.compose.doctor import diagnose
 
-    report = diagnose(service, tasks=tasks, seed=seed).to_json()
+    report = diagnose(service, tasks=tasks, seed=seed, sample=sample,
+                      config=_default_config() if sample else None).to_json()
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
@@ -38,6 +44,20 @@ def doctor(service: str, tasks: int, seed: int, as_json: bool) -> None:
     for part in (_starts, _joins, _motifs, _composition):
         console.print(part(report))
     console.print(_verdict(report))
+    if report["default"] is not None:
+        console.print(_default(report["default"]))
+
+
+def _default_config() -> Any:
+    """The config of ``compoenv generate`` given no composer flags."""
+    flags = click.command()(composer_options(lambda **_: None)).make_context("generate", []).params
+    flags.pop("seed")
+    return composer_config(**flags)
+
+
+def _default(usage: dict[str, Any]) -> str:
+    color = "green" if usage["tasks"] else "red"
+    return f"[bold {color}]default tasks:[/bold {color}] {escape(usage['note'])}"
 
 
 def _short(tool: str) -> str:

@@ -53,7 +53,7 @@ def generate(num: int, workers: int | None, ray_address: str | None, split: floa
     seed = flags.pop("seed")
     mix = difficulty_mix(flags.get("difficulty")) if flags.get("scenarios") != "none" else None
     config = composer_config(**flags)
-    if not config.scenarios:
+    if not (config.scenarios or config.derive):
         mix = None  # levels are drawn for scenario tasks only
     workers = workers if workers is not None or ray_address else 1
     by_tool: Counter[tuple[str, str]] = Counter()

@@ -54,7 +54,10 @@ class ComposerConfig:
         min_services: Fewest distinct services the solution must touch.
         services: Restrict walks to these services (default: the whole registry).
         require: Services every task must touch: walks start in or next to them and head
-            there; a walk that still misses one is rejected (``missing_required``).
+            there; a walk that still misses one is rejected (``missing_required``). Scenario
+            tasks are jobs of the scenarios that use every one of them.
+        domains: Scenario tasks only: jobs of these domains (a scenario's ``domain``,
+            case-insensitive; empty: every domain).
         cross_bias: Weight of a cross-service edge relative to a same-service one.
         check_regeneration: Re-compose each task from its seed and require an identical task.
         motifs: Motifs tasks may use (compoenv.compose.motifs.MOTIFS); a plain chain of
@@ -86,6 +89,7 @@ class ComposerConfig:
     min_services: int = 2
     services: tuple[str, ...] | None = None
     require: tuple[str, ...] = ()
+    domains: tuple[str, ...] = ()
     cross_bias: float = 3.0
     check_regeneration: bool = True
     worlds: int = 32
@@ -111,9 +115,13 @@ class ComposerConfig:
         if self.min_services > self.max_hops:
             raise ValueError(f"min_services={self.min_services} cannot exceed "
                              f"max_hops={self.max_hops}: each service needs a call")
-        if len(self.require) > self.max_hops:
-            raise ValueError(f"require names {len(self.require)} services but max_hops="
-                             f"{self.max_hops}: each service needs a call")
+        jobs = bool(self.scenarios or self.derive)
+        most, bound = (self.max_calls, "max_calls") if jobs else (self.max_hops, "max_hops")
+        if len(self.require) > most:
+            raise ValueError(f"require names {len(self.require)} services but {bound}={most}: "
+                             f"each service needs a call")
+        if self.domains and not jobs:
+            raise ValueError("domains choose scenario jobs; free walks (no scenarios) have none")
         levels = {name for name, _ in self.difficulty}
         if not levels <= {"easy", "medium", "hard"} or not any(v > 0 for _, v in self.difficulty):
             raise ValueError(f"difficulty must give shares of easy, medium, hard; got "

@@ -22,8 +22,8 @@ from compoenv.service import Service, ToolSpec, split_qualified
 from compoenv.session import Session
 from compoenv.world import World
 
-__all__ = ["diagnose", "Diagnosis", "ToolDiagnosis", "Composition", "Problem", "Join",
-           "Rejection", "REASONS"]
+__all__ = ["diagnose", "default_usage", "Diagnosis", "ToolDiagnosis", "Composition",
+           "DefaultUsage", "Problem", "Join", "Rejection", "REASONS"]
 
 _SAY = "PersonName, EmailAddress, City or Date"
 _FEED = ("make its outputs (ids, emails, names) feed tools that take them as required inputs, "
@@ -192,14 +192,40 @@ class Composition:
 
 
 @dataclass(frozen=True)
+class DefaultUsage:
+    """How often the default generator (``compoenv generate`` without flags) uses a service.
+
+    Attributes:
+        sample: Default tasks asked for; ``composed``: how many were composed (fewer only when
+            the seeds ran out).
+        tasks: Composed tasks whose solution calls the service; ``share``: their share.
+        distractor: Composed tasks that list it only as a distractor.
+        jobs: The default generator's jobs that use it (declared, declared by a service, or
+            derived), out of ``of_jobs``.
+        note: The figure in words; when it is 0, why, and the fix.
+    """
+
+    sample: int
+    composed: int
+    tasks: int
+    share: float
+    distractor: int
+    jobs: tuple[str, ...]
+    of_jobs: int
+    note: str
+
+
+@dataclass(frozen=True)
 class Diagnosis:
-    """What the doctor found for one service; ``used`` and ``verdict`` sum it up."""
+    """What the doctor found for one service; ``used`` and ``verdict`` sum up the composition
+    that requires it, ``default`` (when asked for) how often default tasks use it."""
 
     service: str
     tools: tuple[ToolDiagnosis, ...]
     composition: Composition
     used: bool
     verdict: str
+    default: DefaultUsage | None = None
 
     def to_json(self) -> dict[str, Any]:
         return json.loads(json.dumps(asdict(self)))
@@ -402,8 +428,8 @@ def _compose(service: str, registry: Registry, tasks: int, seed: int,
 
 def _verdict(tools: tuple[ToolDiagnosis, ...], composition: Composition) -> str:
     if composition.composed:
-        return (f"used by the composer: {composition.composed} of {composition.requested} tasks "
-                f"composed in {composition.attempted} attempts")
+        return (f"used by the composer when tasks must use it: {composition.composed} of "
+                f"{composition.requested} tasks composed in {composition.attempted} attempts")
     if not any(t.can_start or t.joins_in for t in tools):
         first = next((p for t in tools for p in t.start_problems), Problem("no tools", "add one"))
         return f"never used: no tool can start a walk ({first.what}) and no other service " \
@@ -420,12 +446,63 @@ def _verdict(tools: tuple[ToolDiagnosis, ...], composition: Composition) -> str:
     return f"never used: {explanation} ({reason}) — {fix}"
 
 
+def default_usage(service: str, registry: Registry | None = None, sample: int = 200,
+                  seed: int = 0, config: ComposerConfig | None = None) -> DefaultUsage:
+    """How often default tasks use ``service``: ``sample`` tasks composed with ``config``
+    (default: ``compoenv generate``'s, every scenario and the jobs of the services none acts
+    on), counted by whether their solution calls it, with why not when none does.
+
+    Raises:
+        RegistryError: no service of that name.
+        ValueError: ``sample`` is below 1.
+    """
+    if sample < 1:
+        raise ValueError(f"sample must be >= 1, got {sample}")
+    registry = registry or Registry.default()
+    registry.get(service)
+    if config is None:
+        from compoenv.scenarios import resolve
+
+        config = ComposerConfig(scenarios=resolve("all", registry.names()), derive=True,
+                                distractors=10)
+    composer = Composer(registry, config)
+    tasks: list[Any] = []
+    try:
+        tasks.extend(select(composer.outcomes(seed), sample, Counter()))
+    except RuntimeError:  # the seeds ran out: count what was composed
+        pass
+    calls = sum(any(split_qualified(c.name)[0] == service for c in t.solution) for t in tasks)
+    distractor = sum(service in t.distractors for t in tasks)
+    jobs = tuple(s.name for s in composer.scenarios if service in s.services)
+    share = calls / len(tasks) if tasks else 0.0
+    figure = f"{calls} of {len(tasks)} default tasks ({100 * share:.1f}%)"
+    if calls:
+        note = f"used in {figure}, by the jobs {', '.join(jobs)}" if jobs else f"used in {figure}"
+    elif not composer.scenarios:
+        note = (f"never used in {figure}: default tasks here are free walks, and none reached "
+                f"it (see the composition above)")
+    elif not jobs:
+        note = (f"never used in {figure}: no scenario uses it (default tasks are jobs of "
+                f"{len(composer.scenarios)} scenarios, declared or derived, and none lists "
+                f"{service}, nor could one be derived from its tools) — declare a job next to the service (docs/services.md) "
+                f"or in a scenario file (docs/scenarios.md), or compose free walks that reach "
+                f"it: compoenv generate --scenarios none --require {service}")
+    else:
+        note = (f"never used in {figure}: {len(jobs)} of {len(composer.scenarios)} jobs list it "
+                f"({', '.join(jobs[:4])}), but none of their tasks called it — compose them "
+                f"alone to see why: compoenv generate --require {service}")
+    return DefaultUsage(sample, len(tasks), calls, round(share, 4), distractor, jobs,
+                        len(composer.scenarios), note)
+
+
 def diagnose(service: str, registry: Registry | None = None, tasks: int = 20,
-             seed: int = 0) -> Diagnosis:
+             seed: int = 0, sample: int = 0,
+             config: ComposerConfig | None = None) -> Diagnosis:
     """Why the composer uses ``service``, or why it never does, and how to fix it.
 
     Composition uses the default ComposerConfig (2-4 hops, 2+ services, every motif) with
-    ``require=(service,)``, so every walk heads for the service.
+    ``require=(service,)``, so every walk heads for the service. With ``sample``, also how
+    often ``sample`` default tasks use it (``default_usage``, with ``config``).
 
     Args:
         service: The service's name.
@@ -433,13 +510,15 @@ def diagnose(service: str, registry: Registry | None = None, tasks: int = 20,
             ``Registry.default()``).
         tasks: Tasks to compose that must touch the service (at most ``10 * tasks + 40`` seeds).
         seed: Generation seed.
+        sample: Default tasks to compose and count (0: none).
+        config: The default generator's config (see ``default_usage``).
 
     Raises:
         RegistryError: no service of that name (the message suggests close names).
-        ValueError: ``tasks`` is below 1.
+        ValueError: ``tasks`` is below 1, or ``sample`` below 0.
     """
-    if tasks < 1:
-        raise ValueError(f"tasks must be >= 1, got {tasks}")
+    if tasks < 1 or sample < 0:
+        raise ValueError(f"tasks must be >= 1 and sample >= 0, got {tasks}, {sample}")
     registry = registry or Registry.default()
     cls = registry.get(service)
     composer, composition = _compose(service, registry, tasks, seed)
@@ -459,5 +538,6 @@ def diagnose(service: str, registry: Registry | None = None, tasks: int = 20,
                                           if not (joins[0] or joins[1]) else [])),
             tuple(motifs), tuple(motif_problems)))
     tools = tuple(reports)
+    usage = default_usage(service, registry, sample, seed, config) if sample else None
     return Diagnosis(service, tools, composition, composition.composed > 0,
-                     _verdict(tools, composition))
+                     _verdict(tools, composition), usage)

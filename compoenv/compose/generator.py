@@ -23,11 +23,11 @@ from compoenv.graph import ToolGraph
 from compoenv.registry import Registry
 from compoenv.service import without_hints
 from compoenv.session import Mount, Session
-from compoenv.scenarios import ScenarioRegistry
+from compoenv.scenarios import Scenario, ScenarioError, ScenarioRegistry, select_jobs
 from compoenv.task import Call, Task
 from compoenv.world import World
 
-__all__ = ["ComposerConfig", "Composer", "Outcome", "derive_seed", "select"]
+__all__ = ["ComposerConfig", "Composer", "Outcome", "composer_jobs", "derive_seed", "select"]
 
 
 def derive_seed(seed: int, index: int) -> int:
@@ -57,25 +57,10 @@ class Composer:
         self.registry = registry or Registry.default()
         self.config = config or ComposerConfig()
         names = self.config.services or tuple(self.registry.names())
-        pool = scenarios if scenarios is not None else ScenarioRegistry.default()
-        self.scenarios = [pool.get(name) for name in self.config.scenarios]
-        for scenario in self.scenarios:
-            scenario.check(self.registry)
-            missing = set(scenario.services) - set(names)
-            if missing:
-                raise ValueError(f"scenario {scenario.name!r} needs services {sorted(missing)} "
-                                 f"that the composer's services leave out")
-        if self.scenarios and self.config.derive:
-            # jobs the library's services declare, then jobs derived for the services that
-            # no scenario acts on
-            own = [j for j in service_jobs(self.registry, names) if set(j.services) <= set(names)
-                   and j.name not in {s.name for s in self.scenarios}]
-            for job in own:
-                job.check(self.registry)
-            self.scenarios += own + derived(self.registry, list(pool) + own, names)
-        self.weights = job_weights(self.scenarios, self.registry)
         for name in self.config.require:
             self.registry.get(name)  # an unknown name fails here, with "did you mean"
+        self.scenarios = composer_jobs(self.registry, self.config, scenarios)
+        self.weights = job_weights(self.scenarios, self.registry)
         if self.scenarios and not self.config.services:
             # a job's walks stay inside its scenario's services: the others (an imported
             # library's, say) can only be distractors, and neither slow nor change the jobs
@@ -166,7 +151,10 @@ class Composer:
         simulator = self._simulator()
         session = Session(self._mount(), world, simulator)
         if self.scenarios:
-            return job_task(self, seed, verify, rng, world, session, simulator)
+            task, walk = job_task(self, seed, verify, rng, world, session, simulator)
+            if not set(cfg.require) <= set(walk.services):  # its stage that uses one was skipped
+                raise Rejected("missing_required", f"the job never reached {cfg.require}")
+            return task, walk
         plan = choose_plan(rng, cfg.motifs, cfg.min_hops, cfg.max_hops)
         walker = Walker(self.graph, session, rng, cross_bias=cfg.cross_bias,
                         min_services=cfg.min_services, require=frozenset(cfg.require),
@@ -279,6 +267,39 @@ class Composer:
         while stop is None or index < stop:
             yield self.attempt(derive_seed(seed, index))
             index += 1
+
+
+def composer_jobs(registry: Registry, config: ComposerConfig,
+                  pool: ScenarioRegistry | None = None) -> list[Scenario]:
+    """The jobs a composer with ``config`` draws from: its scenarios (of ``pool``, default
+    ``ScenarioRegistry.default()``), with ``derive`` also the jobs the services declare and
+    those derived for the services no scenario acts on, then those that use every required
+    service and belong to ``config.domains`` (``scenarios.select_jobs``).
+
+    Raises:
+        ScenarioError: a job that does not fit the registry or the config's services, a domain
+            no job has, or a requirement no job meets.
+    """
+    names = config.services or tuple(registry.names())
+    pool = pool if pool is not None else ScenarioRegistry.default()
+    jobs = [pool.get(name) for name in config.scenarios]
+    for scenario in jobs:
+        scenario.check(registry)
+        missing = set(scenario.services) - set(names)
+        if missing:
+            raise ScenarioError(f"scenario {scenario.name!r} needs services {sorted(missing)} "
+                                f"that the composer's services leave out")
+    if config.derive:
+        # jobs the library's services declare, then jobs derived for the services that no
+        # scenario acts on
+        own = [j for j in service_jobs(registry, names) if set(j.services) <= set(names)
+               and j.name not in {s.name for s in jobs}]
+        for job in own:
+            job.check(registry)
+        jobs += own + derived(registry, list(pool) + own, names)
+    if jobs and (config.require or config.domains):
+        jobs = select_jobs(jobs, config.require, config.domains)
+    return jobs
 
 
 class Outcome(NamedTuple):
