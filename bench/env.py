@@ -182,7 +182,7 @@ def measure_bare_ratio(work: Work, cfg: Config) -> dict[str, float]:
         t_step = t_bare = 0.0
         for i, (task, call, action) in enumerate(work):
             spec = registry.spec(call.name)
-            service = registry.get(spec.service).create(World.get(task.seed))
+            service = registry.get(spec.service).create(World.get(task.seed, task.today()))
             method = getattr(service, spec.method or spec.name)
             dump, args_json = spec.dump, json.dumps(call.arguments)
             env.reset(options={"task": task})

@@ -251,11 +251,12 @@ def process_caches() -> dict[str, int]:
     from compoenv import env as env_module
     from compoenv.schema import validator_for
     from compoenv.schema_check import check_for
-    from compoenv.service import _SEEDED
+    from compoenv.world import _WORLDS
     from compoenv.worldmodel import offline
 
+    seeded = sum(len(w.seeded) for w in _WORLDS._recent.values())  # states of recent worlds
     return {"offline_fit_memo": len(offline._FITS), "compiled_checks": len(check_for._items),
-            "validators": len(validator_for._items), "seeded_states": len(_SEEDED._recent),
+            "validators": len(validator_for._items), "seeded_states": seeded,
             "task_views": len(env_module._TASK_VIEWS),
             "tool_listings": env_module._listing.cache_info().currsize}
 

@@ -96,8 +96,8 @@ def composing(registry: Registry, seeds: int,
     start = time.perf_counter()
     composer = worker_composer(config, lambda: registry)  # every service built, as a worker's
     built = time.perf_counter() - start
-    for seed in range(config.worlds):
-        World.get(seed).businesses  # built on first use, once per world
+    for seed in range(config.worlds or 0):  # pooled worlds; by default each seed has its own
+        World.dated(seed).businesses  # built on first use, once per world
     for index in range(min(20, seeds)):  # graph views, caches, the services walks reach first
         composer.attempt(derive_seed(10_000, index))
     settle()

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["Business", "KINDS", "build_businesses"]
 
 
-@dataclass(frozen=True, slots=True)
-class Business:
-    """One business: its kind (a ``compoenv.roles`` organisation role), name and whereabouts."""
+class Business(NamedTuple):
+    """One business: its kind (a ``compoenv.roles`` organisation role), name and whereabouts
+    (a named tuple: about 1,200 are built per world)."""
 
     name: str
     kind: str
@@ -105,24 +105,37 @@ _NOT_ALNUM = re.compile(r"[\W_]+")
 
 
 def build_businesses(cities: list[str], rng: random.Random) -> dict[str, tuple[Business, ...]]:
-    """``PER_CITY`` businesses of every kind in every city, with distinct names per kind."""
+    """``PER_CITY`` businesses of every kind in every city, with distinct names per kind.
+
+    Built for every World (one per composed task), so kept cheap: names and web domains are
+    made once per kind, and draws go straight to ``rng._randbelow``, the draw behind
+    ``randint``, ``choice`` and ``shuffle`` (the same stream, so the same businesses)."""
+    below = rng._randbelow
+    n_streets = len(_STREETS)
     out: dict[str, tuple[Business, ...]] = {}
-    for kind, (firsts, seconds, pattern) in _NAMES.items():
-        combos = [(a, b) for a in firsts for b in seconds]
-        rng.shuffle(combos)
+    for kind, names in _KIND_NAMES.items():
+        order = list(range(len(names)))
+        rng.shuffle(order)
         made: list[Business] = []
         used: set[str] = set()
         for city_index, city in enumerate(cities):
             for k in range(PER_CITY):
-                a, b = combos[(city_index * PER_CITY + k) % len(combos)]
-                name = pattern.format(a=a, b=b)
+                name, domain = names[order[(city_index * PER_CITY + k) % len(order)]]
                 if name in used:  # more cities than names: the city tells them apart
                     name = f"{name} {city}"
+                    domain = f"{_slug(name)}.com"
                 used.add(name)
-                made.append(Business(
-                    name=name, kind=kind, city=city,
-                    street=f"{rng.randint(1, 240)} {rng.choice(_STREETS)} Street",
-                    phone=f"+1 555-{rng.randint(200, 999)}-{rng.randint(1000, 9999)}",
-                    domain=f"{_slug(name)}.com"))
+                street = f"{1 + below(240)} {_STREETS[below(n_streets)]} Street"
+                area = 200 + below(800)
+                made.append(Business(name, kind, city, street,
+                                     f"+1 555-{area}-{1000 + below(9000)}", domain))
         out[kind] = tuple(made)
     return out
+
+
+# each kind's names, in the order of its (first word, second word) pairs, with their domains
+_KIND_NAMES: dict[str, tuple[tuple[str, str], ...]] = {
+    kind: tuple((name, f"{_slug(name)}.com") for name in
+                (pattern.format(a=a, b=b) for a in firsts for b in seconds))
+    for kind, (firsts, seconds, pattern) in _NAMES.items()
+}

@@ -15,7 +15,6 @@ from typing import (
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
-from compoenv._cache import SharedCache
 from compoenv.schema import Slot, brief, compact_schema, interface_slots, is_valid
 from compoenv.world import World
 
@@ -479,7 +478,9 @@ class Service:
     @classmethod
     def create(cls, world: World) -> Service:
         """An instance whose seeded state is shared (copy-on-write) with other episodes."""
-        state = _SEEDED.get((cls, world.seed, world.today), lambda: cls(world).state)
+        state = world.seeded.get(cls)
+        if state is None:  # seeded once per world: the states live and go with their world
+            state = world.seeded.setdefault(cls, cls(world).state)
         service = cls(world, state)
         service._shared = True
         return service
@@ -526,4 +527,3 @@ class Service:
 
 
 _SPECS: dict[type[Service], dict[str, ToolSpec]] = {}
-_SEEDED: SharedCache[tuple[type, int, Any], State] = SharedCache(maxsize=2048)

@@ -14,7 +14,7 @@ import itertools
 import re
 from dataclasses import dataclass
 
-from compoenv._cache import ByIdentity
+from compoenv._cache import ViewCache
 from compoenv.world import World
 
 __all__ = ["Token", "tokens", "words", "content", "stands_alone", "short_items",
@@ -97,7 +97,8 @@ def _names(world: World) -> _Names:
                   max((len(n) for found in index.values() for n in found), default=0))
 
 
-_NAMES: ByIdentity[World, _Names] = ByIdentity(_names, maxsize=64)
+# one per live world (an entry goes with its world: a cache here would keep worlds alive)
+_NAMES: ViewCache[_Names] = ViewCache(_names)
 _NO_NAMES = _Names({}, 0)
 
 

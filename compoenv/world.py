@@ -4,18 +4,24 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import math
 import random
+import re
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 from functools import cached_property
 
 from compoenv._cache import SharedCache
-from compoenv.businesses import Business, build_businesses
+from compoenv.businesses import PER_CITY, Business, build_businesses
 from compoenv.interfaces import Address
 
-__all__ = ["World", "Person", "Organization", "CityInfo", "Business", "DEFAULT_TODAY"]
+__all__ = ["World", "Person", "Organization", "CityInfo", "Business", "DEFAULT_TODAY",
+           "TODAY_RANGE"]
 
 DEFAULT_TODAY = dt.date(2026, 3, 16)
+# the days a composed task's "today" is drawn from (``World.today_for``): about 18 months,
+# so tasks fall in every month, season and weekday
+TODAY_RANGE = (dt.date(2025, 9, 1), dt.date(2027, 2, 28))
 NOW_HOUR = 10  # the hour of the day it is in every World: today at 10:00
 
 _FIRST = (
@@ -49,35 +55,59 @@ _STREETS = (
     "Oak", "Maple", "Cedar", "Elm", "Pine", "Lake", "Hill", "River", "Park", "Mill", "Church",
     "Station", "Bridge", "Market", "Garden", "Harbor",
 )
-# name, country, airport, base temperature (C, mid-March)
+# name, country, airport, typical daily high (C) in mid-January and in mid-July
 _CITIES = (
-    ("Amsterdam", "NL", "AMS", 9), ("Athens", "GR", "ATH", 17), ("Austin", "US", "AUS", 23),
-    ("Barcelona", "ES", "BCN", 16), ("Berlin", "DE", "BER", 8), ("Boston", "US", "BOS", 7),
-    ("Chicago", "US", "ORD", 6), ("Dublin", "IE", "DUB", 10), ("Lisbon", "PT", "LIS", 18),
-    ("London", "GB", "LHR", 11), ("Madrid", "ES", "MAD", 16), ("Miami", "US", "MIA", 27),
-    ("Montreal", "CA", "YUL", 1), ("Munich", "DE", "MUC", 9), ("Nairobi", "KE", "NBO", 26),
-    ("Oslo", "NO", "OSL", 3), ("Paris", "FR", "CDG", 12), ("Prague", "CZ", "PRG", 8),
-    ("Rome", "IT", "FCO", 17), ("Seattle", "US", "SEA", 11), ("Seoul", "KR", "ICN", 10),
-    ("Singapore", "SG", "SIN", 31), ("Stockholm", "SE", "ARN", 4), ("Sydney", "AU", "SYD", 25),
-    ("Tokyo", "JP", "HND", 14), ("Toronto", "CA", "YYZ", 3), ("Vienna", "AT", "VIE", 10),
-    ("Zurich", "CH", "ZRH", 9),
+    ("Amsterdam", "NL", "AMS", 6, 22), ("Athens", "GR", "ATH", 13, 33),
+    ("Austin", "US", "AUS", 17, 35), ("Barcelona", "ES", "BCN", 14, 29),
+    ("Berlin", "DE", "BER", 3, 24), ("Boston", "US", "BOS", 2, 28),
+    ("Chicago", "US", "ORD", 0, 29), ("Dublin", "IE", "DUB", 8, 20),
+    ("Lisbon", "PT", "LIS", 15, 28), ("London", "GB", "LHR", 8, 24),
+    ("Madrid", "ES", "MAD", 10, 33), ("Miami", "US", "MIA", 24, 33),
+    ("Montreal", "CA", "YUL", -5, 26), ("Munich", "DE", "MUC", 3, 24),
+    ("Nairobi", "KE", "NBO", 26, 22), ("Oslo", "NO", "OSL", -1, 22),
+    ("Paris", "FR", "CDG", 7, 25), ("Prague", "CZ", "PRG", 1, 24),
+    ("Rome", "IT", "FCO", 12, 31), ("Seattle", "US", "SEA", 8, 26),
+    ("Seoul", "KR", "ICN", 2, 29), ("Singapore", "SG", "SIN", 30, 31),
+    ("Stockholm", "SE", "ARN", 0, 22), ("Sydney", "AU", "SYD", 26, 17),
+    ("Tokyo", "JP", "HND", 10, 31), ("Toronto", "CA", "YYZ", -1, 27),
+    ("Vienna", "AT", "VIE", 3, 26), ("Zurich", "CH", "ZRH", 3, 25),
 )
 _CURRENCY = {"US": "USD", "GB": "GBP", "CA": "CAD", "AU": "AUD", "JP": "JPY", "KR": "KRW",
              "SG": "SGD", "CH": "CHF", "SE": "SEK", "NO": "NOK", "CZ": "CZK", "KE": "KES"}
 
 N_PEOPLE = 240
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+           "September", "October", "November", "December")
+_NOT_DIGIT = re.compile(r"\D+")
 
 
 @dataclass(frozen=True, slots=True)
 class CityInfo:
+    """A city: its airport, and its typical daily highs in mid-January and mid-July (°C; the
+    south's July is its winter), from which ``typical_high`` gives any day's."""
+
     name: str
     country: str
     airport: str
-    base_temp: int
+    january_high: int
+    july_high: int
 
     @property
     def currency(self) -> str:
         return _CURRENCY.get(self.country, "EUR")
+
+    def typical_high(self, day: dt.date) -> float:
+        """The usual daily high (°C) on ``day``'s date: a yearly cosine between the
+        January and July highs, warmest about July 20th."""
+        mean = (self.january_high + self.july_high) / 2
+        half = (self.july_high - self.january_high) / 2
+        return mean + half * math.cos(2 * math.pi * (day.timetuple().tm_yday - 201) / 365.25)
+
+    @property
+    def base_temp(self) -> int:
+        """The typical high in mid-March (°C), kept for services written against it; a
+        service whose "today" moves with the task uses ``typical_high(world.today)``."""
+        return round(self.typical_high(DEFAULT_TODAY))
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +158,9 @@ class World:
     def __init__(self, seed: int = 0, today: dt.date = DEFAULT_TODAY) -> None:
         self.seed = int(seed)
         self.today = today
+        # services' seeded states in this world, by class (``Service.create``): built once,
+        # shared copy-on-write by every episode here, and gone when the world is
+        self.seeded: dict[type, Any] = {}
         rng = self.rng("population")
         self.cities: tuple[CityInfo, ...] = tuple(CityInfo(*row) for row in _CITIES)
         org_names = [f"{_ORG_A[k // len(_ORG_B)]} {_ORG_B[k % len(_ORG_B)]}"
@@ -209,11 +242,10 @@ class World:
 
     @cached_property
     def _businesses_by_place(self) -> dict[tuple[str, str], tuple[Business, ...]]:
-        index: dict[tuple[str, str], list[Business]] = {}
-        for kind, found in self.businesses.items():
-            for b in found:
-                index.setdefault((kind, b.city), []).append(b)
-        return {key: tuple(v) for key, v in index.items()}
+        # each kind lists its businesses city by city, PER_CITY of each, in the cities' order
+        return {(kind, city.name): found[k * PER_CITY:(k + 1) * PER_CITY]
+                for kind, found in self.businesses.items()
+                for k, city in enumerate(self.cities)}
 
     def business(self, name: str) -> Business | None:
         """The business called ``name`` (case-insensitive), if any."""
@@ -221,7 +253,10 @@ class World:
 
     @cached_property
     def _businesses_by_name(self) -> dict[str, Business]:
-        return {b.name.lower(): b for kind in self.businesses.values() for b in kind}
+        found: dict[str, Business] = {}
+        for kind in self.businesses.values():
+            found.update(zip([b.name.lower() for b in kind], kind))
+        return found
 
     def owner_of(self, domain: str) -> Organization | Business | None:
         """The organisation or business whose web domain is ``domain``, if any."""
@@ -278,11 +313,11 @@ class World:
 
     def person_by_phone(self, phone: str) -> Person | None:
         """The person with this phone number (compared digit by digit), if any."""
-        return self._people_by_phone.get("".join(c for c in phone if c.isdigit()))
+        return self._people_by_phone.get(_NOT_DIGIT.sub("", phone))
 
     @cached_property
     def _people_by_phone(self) -> dict[str, Person]:
-        return {"".join(c for c in p.phone if c.isdigit()): p for p in self.people}
+        return {_NOT_DIGIT.sub("", p.phone): p for p in self.people}
 
     def city(self, name: str) -> CityInfo | None:
         return self._cities_by_name.get(name.strip().lower())
@@ -294,6 +329,11 @@ class World:
 
     def date(self, days: int = 0) -> str:
         return (self.today + dt.timedelta(days=days)).isoformat()
+
+    def month(self, months: int = 0) -> str:
+        """The name of the month ``months`` after today's (negative for the past): a past
+        month's invoice is "Invoice for {world.month(-1)}", never a fixed month."""
+        return _MONTHS[(self.today.month - 1 + months) % 12]
 
     @property
     def now(self) -> str:
@@ -314,6 +354,22 @@ class World:
     def get(cls, seed: int, today: dt.date = DEFAULT_TODAY) -> World:
         """The shared World for ``seed``: one instance while anything holds it."""
         return _WORLDS.get((int(seed), today), lambda: cls(int(seed), today))
+
+    @staticmethod
+    def today_for(seed: int) -> dt.date:
+        """The "today" of the world with ``seed`` as the composer sets it: a day of
+        ``TODAY_RANGE`` drawn from the seed (a hash, so neighbouring seeds fall far apart)."""
+        first, last = TODAY_RANGE
+        digest = hashlib.blake2b(f"{int(seed)}/today".encode(), digest_size=8).digest()
+        return first + dt.timedelta(days=int.from_bytes(digest, "big")
+                                    % ((last - first).days + 1))
+
+    @classmethod
+    def dated(cls, seed: int) -> World:
+        """The shared World for ``seed`` on its own day (``today_for``): where the composer
+        sets the tasks of that seed. A task records both, so ``World.get(task.seed,
+        task.today())`` is this world again."""
+        return cls.get(seed, cls.today_for(seed))
 
     def __repr__(self) -> str:
         return f"World(seed={self.seed}, today={self.today.isoformat()})"

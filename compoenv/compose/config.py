@@ -80,8 +80,14 @@ class ComposerConfig:
             other than the offline one are recorded in the task (``recorded["answers"]``).
         rewrite: An OpenAI-compatible endpoint that rewrites instructions into natural
             requests (re-verified; the template is kept when a rewrite fails a check).
-        worlds: How many distinct Worlds tasks are set in: the walk with seed ``s`` runs in
-            ``World(s % worlds)``. Worlds (and their seeded services) are built once and shared.
+        worlds: Which Worlds tasks are set in. None (the default): each seed its own, the
+            walk with seed ``s`` runs in ``World.dated(s)``, a population drawn from ``s`` on a
+            day of ``TODAY_RANGE`` drawn from ``s``, so tasks differ in people, records and
+            date (months, seasons, weekdays). An int ``n`` pools them: seed ``s`` runs in
+            ``World.dated(s % n)``, ``n`` populations on ``n`` days (few worlds, each seeded
+            once, for a set whose tasks share their people and records). Either way a task
+            records its world's seed and date, and recent worlds and their seeded services are
+            cached (a bounded LRU) and shared.
     """
 
     min_hops: int = 2
@@ -92,7 +98,7 @@ class ComposerConfig:
     domains: tuple[str, ...] = ()
     cross_bias: float = 3.0
     check_regeneration: bool = True
-    worlds: int = 32
+    worlds: int | None = None
     motifs: tuple[str, ...] = MOTIFS
     distractors: int = 0
     rewrite: EndpointConfig | None = None
@@ -110,8 +116,10 @@ class ComposerConfig:
         unknown = set(self.motifs) - set(MOTIFS)
         if unknown:
             raise ValueError(f"unknown motifs {sorted(unknown)}; choose from {list(MOTIFS)}")
-        if self.worlds < 1:
-            raise ValueError(f"worlds must be >= 1, got {self.worlds}")
+        if self.worlds is not None and (isinstance(self.worlds, bool)
+                                        or not isinstance(self.worlds, int) or self.worlds < 1):
+            raise ValueError(f"worlds must be None (a world per seed) or an int >= 1, got "
+                             f"{self.worlds!r}")
         if self.min_services > self.max_hops:
             raise ValueError(f"min_services={self.min_services} cannot exceed "
                              f"max_hops={self.max_hops}: each service needs a call")

@@ -147,7 +147,7 @@ class Composer:
     def _build_quietly(self, seed: int, verify: bool) -> tuple[Task, Walk]:
         cfg = self.config
         rng = random.Random(f"compose:{seed}")
-        world = World.get(seed % cfg.worlds)
+        world = World.dated(seed if cfg.worlds is None else seed % cfg.worlds)
         simulator = self._simulator()
         session = Session(self._mount(), world, simulator)
         if self.scenarios:

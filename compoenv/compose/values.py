@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, TypeAdapter
 
-from compoenv._cache import ByIdentity
+from compoenv._cache import ViewCache
 from compoenv.schema import Slot, compact_schema, extract, interface_slots, is_valid
 from compoenv.service import Service, ToolSpec
 from compoenv.businesses import KINDS as BUSINESS_KINDS
@@ -77,14 +77,15 @@ _TITLES = ("Project sync", "Budget review", "Coffee catch-up", "Planning session
            "Design review", "Team lunch")
 _PLAIN = ("as discussed", "monthly settlement", "see attached", "per our agreement")
 # free text a user would type, by (service, parameter) or by parameter; anything else cannot
-# be invented blind ("quarterly name" is no request), so such tools are not given stated text
+# be invented blind ("quarterly name" is no request), so such tools are not given stated text.
+# "{last_month}" and "{year}" are the World's (a month before today, today's year)
 _TEXTS: dict[tuple[str, str], tuple[str, ...]] = {
     ("docs_editor", "title"): ("Q2 planning notes", "Onboarding guide", "Vendor review summary",
                                "Offsite agenda", "Release checklist"),
     ("code_review", "title"): ("Fix date parsing in the invoice export",
                                "Add retries to the payment client", "Update onboarding docs",
                                "Speed up the search index build"),
-    ("expense_reports", "title"): ("March client visit", "Conference travel",
+    ("expense_reports", "title"): ("{last_month} client visit", "Conference travel",
                                    "Team offsite", "Customer workshop trip"),
     ("forms", "title"): ("Team offsite survey", "Event feedback form",
                          "Workshop registration", "Customer satisfaction survey"),
@@ -92,11 +93,11 @@ _TEXTS: dict[tuple[str, str], tuple[str, ...]] = {
                                    "Review vendor contracts", "Plan the team offsite"),
     ("reviews", "title"): ("Great service, slow delivery", "Friendly staff and fair prices",
                            "Would come again", "Not worth the wait"),
-    ("cloud_storage", "name"): ("Contracts", "Invoices 2026", "Team photos", "Board decks"),
-    ("cloud_storage", "folder"): ("Contracts", "Invoices 2026", "Shared", "Archive"),
+    ("cloud_storage", "name"): ("Contracts", "Invoices {year}", "Team photos", "Board decks"),
+    ("cloud_storage", "folder"): ("Contracts", "Invoices {year}", "Shared", "Archive"),
     ("invoices", "reason"): ("duplicate invoice", "billed in error", "order was cancelled"),
     ("payroll", "reason"): ("quarterly performance bonus", "relocation allowance",
-                            "overtime in March"),
+                            "overtime in {last_month}"),
     ("ride_hailing", "label"): ("Home", "Office", "Gym", "Parents"),
     ("crm", "note"): ("discussed pricing for next quarter", "sent over the proposal",
                       "they asked for a demo next week", "follow up after the trial"),
@@ -156,7 +157,8 @@ def _list_records(state: Any) -> list[BaseModel]:
             for v in value.values() if isinstance(v, BaseModel)]
 
 
-_seeded_records: Callable[[Any], list[BaseModel]] = ByIdentity(_list_records, maxsize=4096)
+# one listing per live seeded state: it goes with its state (and the state with its world)
+_seeded_records: Callable[[Any], list[BaseModel]] = ViewCache(_list_records)
 
 
 def _name_score(param: str, path: tuple[str, ...]) -> int:
@@ -272,6 +274,8 @@ def fresh_value(param: str, schema: dict[str, Any], world: World, rng: random.Ra
         if not choices:
             return MISSING
         text = rng.choice(choices)
+        if "{" in text:
+            text = text.format(last_month=world.month(-1), year=world.today.year)
         low, high = schema.get("minLength", 0), schema.get("maxLength", 200)
         return text if low <= len(text) <= high else MISSING
     if kind == "integer":

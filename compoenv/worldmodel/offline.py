@@ -19,7 +19,7 @@ import re
 from collections import Counter
 from typing import Any, Callable
 
-from compoenv._cache import ByIdentity
+from compoenv._cache import ByIdentity, ViewCache
 from compoenv.businesses import KINDS as BUSINESS_KINDS
 from compoenv.crud import drawn_id
 from compoenv.magnitudes import draw, percentage
@@ -500,7 +500,7 @@ class _Maker:
             made = self.rng.choice(options)
             if "{" in made:
                 made = made.format(first=person.first, city=person.city, title=person.title,
-                                   employer=person.employer)
+                                   employer=person.employer, last_month=self.world.month(-1))
         high = schema.get("maxLength")
         if (high is None or len(made) <= high) and len(made) >= schema.get("minLength", 0):
             return made
@@ -509,7 +509,8 @@ class _Maker:
 
 # -- strings that read naturally ---------------------------------------------------------------
 # Short curated phrases keyed by the words of field names (and of the record's noun for a bare
-# "name" or "title"). "{first}", "{city}", "{title}" and "{employer}" are the record's person's.
+# "name" or "title"). "{first}", "{city}", "{title}" and "{employer}" are the record's person's,
+# "{last_month}" the month before the World's today.
 _TABLES: dict[str, tuple[str, ...]] = {
     # names and titles of things
     "event": ("Spring Jazz Night", "Founders Meetup", "City Half Marathon", "Indie Film Screening",
@@ -557,7 +558,7 @@ _TABLES: dict[str, tuple[str, ...]] = {
     "title": ("Quarterly planning", "Budget review", "Client kickoff", "Design sync",
               "Release checklist", "Hiring update"),
     "label": ("Follow up", "Waiting on customer", "Home", "Work", "Priority"),
-    "subject": ("Invoice for March", "Re: project timeline", "Lunch on Friday?",
+    "subject": ("Invoice for {last_month}", "Re: project timeline", "Lunch on Friday?",
                 "Your order has shipped", "Meeting notes", "Contract renewal"),
     "helpdesk_subject": ("Cannot log in", "Refund not received", "Order arrived damaged",
                          "Invoice shows the wrong amount", "App crashes on start",
@@ -692,7 +693,7 @@ _TABLES: dict[str, tuple[str, ...]] = {
     "analytics_title": ("Home", "Pricing", "Blog: spring update", "Contact us", "Careers"),
     "translated_text": ("Guten Morgen", "Merci beaucoup", "Dove si trova la stazione?",
                         "La cuenta, por favor"),
-    "expense_reports_title": ("March travel", "Client visit in {city}", "Team offsite",
+    "expense_reports_title": ("{last_month} travel", "Client visit in {city}", "Team offsite",
                               "Conference trip"),
     "questions": ("How did you hear about us?", "How satisfied are you?", "Any other comments?"),
     "": ("General enquiry", "Standard option", "Main office", "Regular schedule",
@@ -901,9 +902,9 @@ def _employees_of(world: World) -> dict[str, tuple[Person, ...]]:
     return {employer: tuple(people) for employer, people in out.items()}
 
 
-# a few worlds at a time (each holds its people): dropped when more are in use
-_residents: Callable[[World], dict[str, tuple[Person, ...]]] = ByIdentity(_residents_of, 64)
-_employees: Callable[[World], dict[str, tuple[Person, ...]]] = ByIdentity(_employees_of, 64)
+# one per live world: an entry goes with its world (a cache here would keep worlds alive)
+_residents: Callable[[World], dict[str, tuple[Person, ...]]] = ViewCache(_residents_of)
+_employees: Callable[[World], dict[str, tuple[Person, ...]]] = ViewCache(_employees_of)
 
 
 # where a tool's records live, once per tool

@@ -42,7 +42,8 @@ class Weather(Service):
             raise ToolError(422, f"No forecast for {date!r}: forecasts cover {self.world.date(0)}"
                                  f" to {self.world.date(HORIZON_DAYS)}")
         u_high, u_spread, u_sky, u_rain = self.world.draw(f"{self.name}/{info.name}/{date}")
-        high = round(info.base_temp - 4.0 + 8.0 * u_high, 1)
+        # around the city's usual high for the day of the year: a July in Oslo is no March
+        high = round(info.typical_high(dt.date.fromisoformat(date)) - 4.0 + 8.0 * u_high, 1)
         low = round(high - 4.0 - 6.0 * u_spread, 1)
         condition = next(sky for sky, edge in _SKIES if u_sky < edge)
         if condition in ("rain", "storm") and high <= 2:

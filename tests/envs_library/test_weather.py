@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import subprocess
 import sys
@@ -27,17 +28,28 @@ def forecasts(weather: Weather) -> list[dict]:
             for c in weather.world.cities for d in range(15)]
 
 
-def test_forecast_is_a_plausible_report_around_the_base_temperature(weather: Weather) -> None:
+def test_forecast_is_a_plausible_report_around_the_usual_high(weather: Weather) -> None:
     report = call_ok(weather, "get_forecast", city="lisbon", date=weather.world.date(2))
     assert report["city"] == "Lisbon" and report["date"] == weather.world.date(2)
     for r in forecasts(weather):
-        base = weather.world.city(r["city"]).base_temp
-        assert abs(r["high"] - base) <= 4 and r["low"] < r["high"]
+        usual = weather.world.city(r["city"]).typical_high(dt.date.fromisoformat(r["date"]))
+        assert abs(r["high"] - usual) <= 4.05 and r["low"] < r["high"]  # 4, to a tenth
         assert 0 <= r["precipitation_chance"] <= 100
         wet = r["condition"] in ("rain", "storm", "snow")
         assert (r["precipitation_chance"] >= 50) == wet, r
         assert r["condition"] != "snow" or r["high"] <= 2
     assert {r["condition"] for r in forecasts(weather)} >= {"sunny", "cloudy", "rain"}
+
+
+def test_forecasts_follow_the_season_of_the_worlds_today() -> None:
+    # the same seed on a winter and a summer day: the north is warmer in July, the south colder
+    def high(city: str, today: dt.date) -> float:
+        return Weather(World(0, today)).get_forecast(city, today.isoformat()).high
+
+    winter, summer = dt.date(2026, 1, 12), dt.date(2026, 7, 14)
+    for city in ("Oslo", "Chicago", "Berlin"):
+        assert high(city, summer) > high(city, winter) + 10
+    assert high("Sydney", summer) < high("Sydney", winter)
 
 
 def test_same_seed_same_forecast_different_seed_different_forecast() -> None:
