@@ -19,7 +19,11 @@ from compoenv.trajectory import Trajectory
 
 @pytest.fixture(scope="module")
 def tasks(tasks50: list[Task]) -> list[Task]:
-    return tasks50[:6]
+    """Six tasks; the first and fourth ask for values (the scripted model's wrong reports)."""
+    answered = [t for t in tasks50 if t.answer][:2]
+    rest = [t for t in tasks50 if not t.answer][:4]
+    assert len(answered) == 2 and len(rest) == 4
+    return [answered[0], *rest[:2], answered[1], *rest[2:]]
 
 
 def _agent(server: ChatServer, fmt: str = "native", **kw: Any) -> EndpointAgent:
