@@ -271,7 +271,7 @@ def render_goal(walk: Walk, context: str | None = None, hints: int = 0,
     if hints and lookups:
         tips = [phrase(walk.steps[i].spec, walk, walk.steps[i].bindings) for i in lookups[:hints]]
         sentences.append(_say(_HINT, _and(tips), rng))
-    sentences = [fix_articles(s) for s in sentences] + report_sentences(walk)
+    sentences = [fix_articles(s) for s in sentences] + report_sentences(walk, rng)
     return with_rules(walk, " ".join(([context] if context else []) + sentences))
 
 
