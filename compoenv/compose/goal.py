@@ -32,7 +32,8 @@ __all__ = ["GUIDANCE", "render_goal", "free_params", "message_facts", "facts_abo
 # Athens" -> "hotels in Athens", "list the invoices from Acme" -> "invoices from Acme"
 _READ_VERB = re.compile(
     r"^(?:search(?: for)?|find(?: out)?|list|look up|get|show(?: me)?|check|fetch|see|browse|"
-    r"pull up|read|open|view|look at|work out|tell me|compare|count|review)\s+"
+    r"pull up|read|open|view|look at|work out|tell me|compare|count|review|summari[sz]e|"
+    r"calculate|estimate|total)\s+"
     r"(?:(?:me|all|the|every)\s+)*", re.IGNORECASE)
 # the parameters that make a write a message or a document (its wording is the point of it)
 _MESSAGE = frozenset({"subject", "body", "title", "content", "message", "text"})
