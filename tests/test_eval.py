@@ -307,7 +307,7 @@ def test_eval_plays_the_first_n_tasks_with_the_system_prompt_given(tmp_path, tas
 def test_intervals_noise_floor_flips_and_failed_criteria_come_from_the_episodes():
     from compoenv.evaluation.metrics import bootstrap_ci, summarize
 
-    tasks = {f"t{i}": {"domain": "d", "difficulty": 0.9 if i % 2 else 0.1, "rubric": [
+    tasks = {f"t{i}": {"domain": "d", "difficulty": (0.1, 0.3, 0.9)[i % 3], "rubric": [
         {"id": "c0", "kind": "state"}, {"id": "c1", "kind": "order"}],
         "rules": [{"id": "r", "kind": "ordering", "text": "...", "criteria": ["c1"]}]}
         for i in range(20)}
@@ -334,6 +334,9 @@ def test_intervals_noise_floor_flips_and_failed_criteria_come_from_the_episodes(
     assert results["failed_criteria"]["by_kind"]["order"]["failed"] == failed
     assert results["failed_criteria"]["by_kind"]["state"]["failed"] == 0
     assert results["failed_criteria"]["by_rule"] == {"ordering": failed}
-    assert set(results["breakdowns"]["difficulty"]) == {"easy", "hard"}
+    # the composer's levels (what generate --difficulty draws): 0.3 is medium
+    levels = results["breakdowns"]["difficulty"]
+    assert set(levels) == {"easy", "medium", "hard"}
+    assert levels["medium"]["tasks"] == sum(i % 3 == 1 for i in range(20))
     assert all(len(v["pass_rate_ci"]) == 2 for v in results["breakdowns"]["domain"].values())
     assert bootstrap_ci([(4, 4)] * 5) == [1.0, 1.0] and bootstrap_ci([]) == [0.0, 0.0]
