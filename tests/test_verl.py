@@ -34,7 +34,7 @@ from compoenv.compose import Composer, ComposerConfig
 from compoenv.env import CompoWorldEnv
 from compoenv.integrations.verl import CompoWorldAgentLoop, TaskRowError
 from compoenv.integrations.verl_data import verl_record, write_verl_dataset
-from compoenv.reward import completion_focused
+from compoenv.reward import CRITERION_KINDS, completion_focused
 from compoenv.task import Task
 from compoenv.tiny_lm import tiny_lm_path
 
@@ -146,6 +146,11 @@ def test_oracle_episode_scores_one_with_model_tokens_trained_and_tool_tokens_mas
     assert out.extra_fields["criteria"] == [c.id for c in task.rubric]
     assert out.extra_fields["task_id"] == task.id and out.extra_fields["stop_reason"] == "done"
     assert out.extra_fields["reward_extra_info"]["tool_calls"] == len(task.solution)
+    kinds = [c.kind for c in task.rubric]  # every kind's criteria, all passed
+    for kind in CRITERION_KINDS:
+        logged = out.extra_fields["reward_extra_info"]
+        assert logged[f"criteria/{kind}_passed"] == logged[f"criteria/{kind}_checked"] == \
+            kinds.count(kind)
     assert out.num_turns == 1 + len(server.replies) + len(task.solution)
     # the prompt is the chat template's render of the request with the task's tools
     _, info = CompoWorldEnv().reset(options={"task": task})
