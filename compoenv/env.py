@@ -156,7 +156,7 @@ class CompoWorldEnv(gym.Env[str, str]):
         scenarios: Which tasks are composed at reset. The default composes what ``compoenv
             generate`` and ``demo`` compose by default: a job of any scenario (the declared ones
             and jobs derived for the services they leave out, ``compoenv scenarios``), told as
-            a goal, 8 to 40 calls; with ``hops`` given, free walks instead. ``"all"`` or
+            a goal, up to 40 calls; with ``hops`` given, free walks instead. ``"all"`` or
             scenario names: jobs of those scenarios (``hops`` does not apply to them: giving
             both is an error). ``"none"``: free walks of ``hops`` calls, as ``compoenv
             generate --scenarios none`` composes, told as steps.
