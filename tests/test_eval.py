@@ -29,6 +29,7 @@ def _agent(server: ChatServer, fmt: str = "native", **kw: Any) -> EndpointAgent:
 
 @pytest.mark.parametrize("fmt", ["native", "hermes"])
 def test_a_scripted_model_plays_every_task_k_times_and_the_results_add_up(tmp_path, tasks, fmt):
+    tasks = sorted(tasks, key=lambda t: not t.answer)  # task 0 asks for values
     policy = Policy(tasks, fmt=fmt, fail_every=3)
     with ChatServer(responder=policy, max_requests=2000) as server:
         results = evaluate(tasks, _agent(server, fmt), tmp_path, k=2, concurrency=4)
@@ -340,3 +341,19 @@ def test_intervals_noise_floor_flips_and_failed_criteria_come_from_the_episodes(
     assert levels["medium"]["tasks"] == sum(i % 3 == 1 for i in range(20))
     assert all(len(v["pass_rate_ci"]) == 2 for v in results["breakdowns"]["domain"].values())
     assert bootstrap_ci([(4, 4)] * 5) == [1.0, 1.0] and bootstrap_ci([]) == [0.0, 0.0]
+
+
+def test_each_task_gets_turns_for_its_own_plan_unless_max_steps_is_given(tmp_path, tasks50):
+    """By default an episode's limit follows its task (``steps_for``): a plan of 33 calls is
+    not cut off at a fixed 30 turns; a given ``max_steps`` still holds."""
+    task = next(t for t in tasks50 if any(c.kind == "call" for c in t.rubric) and t.answer)
+    reads = {c.name for c in task.rubric if c.kind == "call"}
+    at = next(i for i, c in enumerate(task.solution) if c.name in reads)
+    solution = list(task.solution)
+    solution[at + 1:at + 1] = [solution[at]] * (33 - len(solution))  # reads are free
+    long = task.model_copy(update={"solution": solution, "id": task.id + "-long"})
+    with ChatServer(responder=Policy([long]), max_requests=2000) as server:
+        own = evaluate([long], _agent(server), tmp_path / "own", k=1)
+        fixed = evaluate([long], _agent(server), tmp_path / "fixed", k=1, max_steps=30)
+    assert own["pass_rate"] == 1.0 and own["run"]["max_steps"] is None
+    assert fixed["pass_rate"] == 0.0
