@@ -553,6 +553,18 @@ def score_task(task: Task, outcome: Outcome) -> RubricResult:
     return score_rubric(task.rubric, outcome)
 
 
+def _write_share(base: list[float], writes: list[bool], guard: list[bool]) -> list[float]:
+    """``base`` rescaled as ``score_rubric`` mixes it: the required writes share
+    ``WRITE_SHARE`` and the other positive criteria the rest (when both are present)."""
+    part = [sum(max(w, 0.0) for w, is_w, is_g in zip(base, writes, guard) if is_w == want
+                and not is_g) for want in (True, False)]
+    if not all(x > 0 for x in part):
+        return base
+    share = (WRITE_SHARE / part[0], (1.0 - WRITE_SHARE) / part[1])
+    return [w if is_g else w * share[0 if is_w else 1]
+            for w, is_w, is_g in zip(base, writes, guard)]
+
+
 def completion_focused(passes: Sequence[Sequence[bool | float]],
                        weights: Sequence[float] | None = None,
                        required: Sequence[bool] | None = None,
@@ -566,8 +578,9 @@ def completion_focused(passes: Sequence[Sequence[bool | float]],
 
     Criteria every rollout passes weigh least, rarely passed ones dominate, and a rollout that
     completes the task always gets the group's top reward. No work, no reward: a rollout that
-    passes no required criterion gets 0, the lowest reward there is. ``alpha=0`` gives the plain weighted
-    rubric (plus the completion bonus); ``lam=0`` drops the bonus.
+    passes no required criterion gets 0, the lowest reward there is. ``alpha=0`` gives the rubric score's
+    weighting (with ``kinds``, the writes' share as ``score_rubric`` mixes it; plus the
+    completion bonus); ``lam=0`` drops the bonus.
 
     Args:
         passes: G rows of K criterion results (bools or 0/1).
@@ -605,6 +618,9 @@ def completion_focused(passes: Sequence[Sequence[bool | float]],
     if kinds is not None and len(kinds) != k:
         raise ValueError(f"kinds needs {k} entries")
     guard = [kinds is not None and kinds[j] in GUARDS for j in range(k)]
+    if kinds is not None:  # the rubric score's mix: the writes carry WRITE_SHARE of it
+        base = _write_share(base, [need[j] and kinds[j] in ("state", "call") for j in range(k)],
+                            guard)
     g = len(rows)
     rate = [sum(row[j] for row in rows) / g for j in range(k)]
     raw = [0.0 if guard[j] else max(base[j], 0.0) * (1.0 - rate[j] + eps) ** alpha

@@ -24,7 +24,7 @@ from __future__ import annotations
 import threading
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Iterable, Iterator, Literal
+from typing import Annotated, Iterable, Iterator, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -181,7 +181,9 @@ class Scenario(_Model):
         domain: The line of work ("legal ops", "month-end close"); tasks record it in ``domain``.
         persona: Lines saying who the user is ("{employer}" is the user's employer); one opens
             each request.
-        goal: What the user is trying to get done, one sentence after the persona.
+        goal: What the user is trying to get done: one sentence, or a list of phrasings of
+            it (each true of every task the stages can make); a task says one of them,
+            beside its persona line.
         services: The services the job uses (3 to 7); walks stay inside them.
         stages: The steps of the job, in order.
         rules: House-rule kinds tasks of this scenario may carry.
@@ -195,7 +197,7 @@ class Scenario(_Model):
     name: str = Field(pattern=r"^[a-z][a-z0-9_]{2,63}$")
     domain: str = Field(min_length=2, max_length=40)
     persona: list[str] = Field(min_length=1)
-    goal: str = Field(min_length=8, max_length=300)
+    goal: list[Annotated[str, Field(min_length=8, max_length=300)]] = Field(min_length=1)
     services: list[str] = Field(min_length=2, max_length=7)
     stages: list[Stage] = Field(min_length=2, max_length=12)
     rules: list[RuleKind] = list(RULE_KINDS)
@@ -203,6 +205,11 @@ class Scenario(_Model):
     decoys: bool = True
     report: tuple[int, int] = (2, 3)
     roles: list[str] = []
+
+    @field_validator("goal", mode="before")
+    @classmethod
+    def _phrasings(cls, value: object) -> object:
+        return [value] if isinstance(value, str) else value
 
     @field_validator("report")
     @classmethod

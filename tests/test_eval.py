@@ -19,7 +19,11 @@ from compoenv.trajectory import Trajectory
 
 @pytest.fixture(scope="module")
 def tasks(tasks50: list[Task]) -> list[Task]:
-    return tasks50[:6]
+    """Six tasks; the first and fourth ask for values (the scripted model's wrong reports)."""
+    answered = [t for t in tasks50 if t.answer][:2]
+    rest = [t for t in tasks50 if not t.answer][:4]
+    assert len(answered) == 2 and len(rest) == 4
+    return [answered[0], *rest[:2], answered[1], *rest[2:]]
 
 
 def _agent(server: ChatServer, fmt: str = "native", **kw: Any) -> EndpointAgent:
@@ -29,7 +33,6 @@ def _agent(server: ChatServer, fmt: str = "native", **kw: Any) -> EndpointAgent:
 
 @pytest.mark.parametrize("fmt", ["native", "hermes"])
 def test_a_scripted_model_plays_every_task_k_times_and_the_results_add_up(tmp_path, tasks, fmt):
-    tasks = sorted(tasks, key=lambda t: not t.answer)  # task 0 asks for values
     policy = Policy(tasks, fmt=fmt, fail_every=3)
     with ChatServer(responder=policy, max_requests=2000) as server:
         results = evaluate(tasks, _agent(server, fmt), tmp_path, k=2, concurrency=4)

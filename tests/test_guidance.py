@@ -109,6 +109,39 @@ def test_a_goal_request_states_the_decision_and_asks_for_the_message_by_its_fact
         assert "Your room" not in json.dumps([c.model_dump() for c in task.rubric])
 
 
+RESTOCK = {
+    "name": "restock_two_kinds", "domain": "procurement",
+    "persona": ["I handle purchasing at {employer}."],
+    "goal": ["The cheapest office and kitchen supplies in stock have to be reordered.",
+             "We are low on office and kitchen supplies: the cheapest of each gets ordered."],
+    "services": ["shop", "email", "docs_editor"],
+    "stages": [
+        {"tools": ["shop__cheapest_in_category"], "args": {"category": "office"}},
+        {"tools": ["shop__place_order"], "args": {"quantity": 4}},
+        {"tools": ["shop__cheapest_in_category"], "fresh": True, "args": {"category": "kitchen"}},
+        {"tools": ["shop__place_order"], "args": {"quantity": 3}},
+        {"tools": ["email__send_email"], "fresh": True, "about": "the supplies we reordered",
+         "args": {"subject": "Supplies reordered", "body": "The supplies are reordered."}},
+        {"tools": ["docs_editor__create_document"], "fresh": True, "about": "the purchase",
+         "args": {"title": "Purchase log", "content": "Reordered office and kitchen supplies."}},
+    ],
+    "rules": [], "report": [0, 1]}
+
+
+def test_writes_on_things_of_one_kind_say_which_each_one_means() -> None:
+    """Two products found alike: each order names its product's category and quantity, not
+    "that product" twice; the goal is one of its phrasings."""
+    composer = _composer("goal", RESTOCK)
+    for seed in range(3):
+        task = composer.sample(seed)
+        request = task.instruction.rpartition("Request: ")[2]
+        assert "that product" not in request, request
+        assert re.search(r"order 4 of the cheapest in-stock product in the office category", request)
+        assert re.search(r"order 3 of the cheapest in-stock product in the kitchen category", request)
+        assert any(goal in request for goal in RESTOCK["goal"])
+        assert replay(task).rubric_score == 1.0
+
+
 def _play(task: Task, calls: list[tuple[str, dict]], message: str) -> float:
     session = Session.for_names(task.services + task.distractors,
                                 World.get(task.seed, task.today()))

@@ -27,7 +27,7 @@ from compoenv.task import Task
 from compoenv.world import World
 from compoenv.worldmodel import OfflineWorldModel, Simulator, ToolRequest, simulator
 from compoenv.worldmodel.offline import _FITS
-from compoenv.worldmodel.simulator import default_simulator, request_key
+from compoenv.worldmodel.simulator import _world_key, default_simulator, request_key
 
 ROOT = Path(__file__).resolve().parents[1]
 POST = "social_media__create_post"
@@ -273,12 +273,12 @@ def test_every_spec_string_parameter_has_a_length_bound():
 def poisoned(task: Task, tool: str, arguments: dict[str, Any]) -> Task:
     """``task`` with a recorded answer for ``tool`` at the seeded state: a schema-valid record
     with id EVIL-1, also in the answer's patch."""
-    registry, world = Registry.default(), World.get(task.seed)
+    registry, world = Registry.default(), World.get(task.seed, task.today())
     spec = registry.spec(tool)
     service = registry.get(spec.service).create(world)
     arguments = spec.validate(arguments)
     key = request_key(spec, arguments,
-                      f"{world.seed}/{Simulator(OfflineWorldModel()).version(service)}")
+                      f"{_world_key(world)}/{Simulator(OfflineWorldModel()).version(service)}")
     made = OfflineWorldModel().answer(ToolRequest(registry.spec(POST), {"text": "injected"},
                                                   world, {}, seed=1)).data
     record = {**made, "id": "EVIL-1"}
@@ -288,7 +288,7 @@ def poisoned(task: Task, tool: str, arguments: dict[str, Any]) -> Task:
 
 
 def test_a_recorded_read_with_a_patch_never_changes_shared_state(social):
-    author = World.get(social.seed).people[1].name
+    author = World.get(social.seed, social.today()).people[1].name
     task = poisoned(social, "social_media__list_posts", {"author": author})
     victim, attacker = CompoWorldEnv([social]), CompoWorldEnv([social])
     attacker.reset(options={"task": task})  # a task given at reset is not checked on load
@@ -302,7 +302,7 @@ def test_a_recorded_read_with_a_patch_never_changes_shared_state(social):
         env.step(hermes("social_media__list_posts", {"author": author}))
         assert "EVIL-1" not in json.dumps(env.session.state("social_media").records)
         assert "EVIL-1" not in tool_messages(env)[0]["content"]
-    seeded = Registry.default().get("social_media").create(World.get(social.seed))
+    seeded = Registry.default().get("social_media").create(World.get(social.seed, social.today()))
     assert "EVIL-1" not in json.dumps(seeded.state.records)
 
 

@@ -124,6 +124,19 @@ def test_alpha_zero_lam_zero_is_the_plain_weighted_rubric():
     assert completion_focused(passes, w, alpha=0, lam=0) == pytest.approx(plain)
 
 
+def test_alpha_zero_lam_zero_with_kinds_is_the_rubric_score():
+    """With kinds, the writes carry the rubric score's share of it; guards are gates."""
+    kinds = ["state", "answer", "unchanged", "call", "call"]
+    required = [True, True, True, False, True]
+    w = [1.0, 1.0, 0.5, 0.5, 1.0]
+    passes = [[1, 0, 1, 1, 1], [1, 1, 1, 0, 0], [0, 1, 1, 1, 0]]
+    # required writes (0, 4) carry 0.75, the rest (1, 3) 0.25; the guard adds nothing
+    mixed = [0.75 * (row[0] + row[4]) / 2 + 0.25 * (row[1] + 0.5 * row[3]) / 1.5
+             for row in passes]
+    assert completion_focused(passes, w, required, alpha=0, lam=0, kinds=kinds) == \
+        pytest.approx(mixed)
+
+
 def test_rare_criteria_weigh_more_than_common_ones():
     passes = [[1, 0], [1, 0], [1, 0], [1, 1]]
     r = completion_focused(passes, required=[False, False], lam=0)

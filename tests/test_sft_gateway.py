@@ -257,7 +257,8 @@ def test_the_default_gateway_step_limit_leaves_room_to_discover(tmp_path):
     """Long tasks (scenarios, as `compoenv generate` makes by default): a discovering agent
     is not cut off by the default step limit in gateway mode; direct mode keeps its limit."""
     config = ComposerConfig(scenarios=resolve("all", Registry.default().names()), distractors=3)
-    tasks = list(Composer(config=config).generate(2, seed=5))
+    # the two longest of a few: the limit matters for long tasks
+    tasks = sorted(Composer(config=config).generate(8, seed=5), key=lambda t: len(t.solution))[-2:]
     gateway = CompoWorldEnv(tasks, mode="gateway")
     direct = CompoWorldEnv(tasks)
     assert direct.max_steps == max(20, max(len(t.solution) for t in tasks) + 4)

@@ -151,14 +151,17 @@ def test_calls_off_the_solutions_path_go_to_the_configured_model(spec_tasks):
     def modelled(spec) -> bool:  # answered by the world model, not the service's records
         return spec.simulated and spec.name not in stateful_tools(registry.get(spec.service))
 
+    def others(task: Task, call) -> list:  # modelled tools of the task off its path
+        return [s for s in registry.tools(task.services) if modelled(s)
+                and s.qualified_name != call.name and not s.parameters.get("required")]
+
     task, call = next((t, c) for t in spec_tasks for c in t.solution
-                      if modelled(registry.spec(c.name)))
+                      if modelled(registry.spec(c.name)) and others(t, c))
     env = CompoWorldEnv([task], world_model=ShiftedModel())
     env.reset(options={"index": 0})
     pinned = env.session.call(call.name, call.arguments)
     assert pinned["success"] and pinned["simulated"].startswith("offline (pinned")
     spec = registry.spec(call.name)
-    other = next(s for s in registry.tools(task.services) if modelled(s)
-                 and s.qualified_name != call.name and not s.parameters.get("required"))
+    other = others(task, call)[0]
     result = env.session.call(other.qualified_name, {})
     assert result["success"] and result["simulated"] == "shifted", (spec, result)

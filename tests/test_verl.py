@@ -327,9 +327,10 @@ def test_verls_worker_runs_exported_rows_by_agent_name_and_config_path(
     scores, width = out.batch["rm_scores"], out.batch["prompts"].shape[1]
     last = out.batch["attention_mask"][:, width:].sum(1) - 1  # the last response token
     assert scores.sum(1).tolist() == [1.0, 1.0] and scores[[0, 1], last].tolist() == [1.0, 1.0]
+    per_kind = [f"criteria/{kind}_{n}" for kind in CRITERION_KINDS for n in ("passed", "checked")]
     assert out.meta_info["reward_extra_keys"] == [
         "acc", "rubric_score", "passed", "net_score", "criteria_pass_rate", "tool_calls", "steps",
-        "cut_short", "group_reward", "group_size", "group_fallback"]  # the yaml's group reward
+        "cut_short", *per_kind, "group_reward", "group_size", "group_fallback"]  # group reward
     assert out.non_tensor_batch["group_size"].tolist() == [1.0, 1.0]  # one rollout per row
     assert out.non_tensor_batch["acc"].tolist() == [1.0, 1.0]
     assert list(out.non_tensor_batch["task_id"]) == [t.id for t in tasks]

@@ -156,12 +156,44 @@ def _used(walk: Walk) -> set[int]:
     return used | {b.source for b in walk.answers if b.source is not None}
 
 
-def _want(walk: Walk, index: int, free: dict[int, frozenset[str]]) -> str:
+def _alike(walk: Walk) -> dict[int, str]:
+    """The reads whose result writes act on as "that <kind>" while another such read finds
+    the same kind of thing ("order 4 of that product" for three products): each as the user
+    names it ("the cheapest in-stock product in the office category"), so that every write
+    says which one it means."""
+    kinds: dict[str, set[int]] = {}
+    for step in walk.steps:
+        if step.spec.read_only:
+            continue
+        for b in step.bindings:
+            if b.source is not None and walk.steps[b.source].spec.read_only:
+                kinds.setdefault(noun(walk.steps[b.source].spec), set()).add(b.source)
+    return {s: (_decision(walk, s) if s in walk.choices else _article(_listing(walk, s)))
+            for many in kinds.values() if len(many) > 1 for s in many}
+
+
+def _which(walk: Walk, step_index: int, text: str, named: dict[int, str],
+           said: set[int]) -> str:
+    """``text`` with each "that <kind>" of a read in ``named`` said as that read's item."""
+    for b in walk.steps[step_index].bindings:
+        if b.source in named and b.source not in said:
+            that = f"that {noun(walk.steps[b.source].spec)}"
+            if that in text:
+                text = text.replace(that, named[b.source], 1)
+                said.add(b.source)
+    return text
+
+
+def _want(walk: Walk, index: int, free: dict[int, frozenset[str]],
+          named: dict[int, str] | None = None, said: set[int] | None = None) -> str:
     """One write of the job as the user asks for it: its phrase, with a message's wording
-    left to the agent and what it is about (and must name) said instead."""
+    left to the agent and what it is about (and must name) said instead; a thing one of
+    several alike reads found is said as that read's item (``_alike``)."""
     step = walk.steps[index]
     drop = free.get(index, frozenset())
     text = phrase(step.spec, walk, step.bindings, drop=drop)
+    if named:
+        text = _which(walk, index, text, named, said if said is not None else set())
     if not drop:
         return text
     about = walk.about.get(index)
@@ -225,7 +257,8 @@ def render_goal(walk: Walk, context: str | None = None, hints: int = 0,
     free = free_params(walk)
     fed = lists_fed(walk)
     used = _used(walk)
-    decisions: list[str] = []
+    named, said_in_wants = _alike(walk), set()
+    decided: list[int] = []
     wants: list[list[str] | str] = []  # runs of single writes, and fan-outs (a str each)
     needs: list[str] = []
     lookups: list[int] = []
@@ -237,7 +270,7 @@ def render_goal(walk: Walk, context: str | None = None, hints: int = 0,
         if all(walk.steps[i].spec.read_only for i in steps):
             lookups.append(first)
             if first in walk.choices:
-                decisions.append(_decision(walk, first))
+                decided.append(first)
             elif first not in fed and first in used and any(
                     b.source is None for b in walk.steps[first].bindings):
                 needs.append(_listing(walk, first))
@@ -252,8 +285,10 @@ def render_goal(walk: Walk, context: str | None = None, hints: int = 0,
             wants.append([])
         run = wants[-1]
         assert isinstance(run, list)
-        run.extend(_want(walk, i, free) for i in dict.fromkeys(steps)
+        run.extend(_want(walk, i, free, named, said_in_wants) for i in dict.fromkeys(steps)
                    if not walk.steps[i].spec.read_only)
+    # a decision a write already says (``_alike``) is not said again
+    decisions = [_decision(walk, i) for i in decided if i not in said_in_wants]
     sentences: list[str] = []
     said = " ".join(w if isinstance(w, str) else " ".join(w) for w in wants + decisions)
     needs = [n for n in needs if n.casefold() not in said.casefold()]
@@ -271,7 +306,7 @@ def render_goal(walk: Walk, context: str | None = None, hints: int = 0,
     if hints and lookups:
         tips = [phrase(walk.steps[i].spec, walk, walk.steps[i].bindings) for i in lookups[:hints]]
         sentences.append(_say(_HINT, _and(tips), rng))
-    sentences = [fix_articles(s) for s in sentences] + report_sentences(walk)
+    sentences = [fix_articles(s) for s in sentences] + report_sentences(walk, rng)
     return with_rules(walk, " ".join(([context] if context else []) + sentences))
 
 

@@ -121,8 +121,8 @@ def job_task(composer: Any, seed: int, verify: bool, rng: random.Random, world: 
                            drop=sorted(at[a] for a in d.added),
                            replace=_replacements(walk, d.changes, at)))
              for i, (d, ids) in enumerate(zip(walk.house, rule_ids(rubric, owned)))]
-    context = " ".join([with_employer(rng.choice(scenario.persona), world.user.employer),
-                        scenario.goal])
+    context = _context(with_employer(rng.choice(scenario.persona), world.user.employer),
+                       scenario.goal, random.Random(f"goal:{seed}"))
     tags = capabilities(walk) + ["long-horizon"] * (len(walk.steps) >= 8) + [
         "decoy"] * any(d.kind == "never" for d in walk.house)
     if guidance == "steps":
@@ -161,3 +161,10 @@ def _replacements(walk: Walk, changes: list[tuple[int, str, Any]],
         else:
             args[param] = value
     return [Replace(call=at[i], arguments=args) for i, args in sorted(out.items())]
+
+
+def _context(persona: str, goals: list[str], rng: random.Random) -> str:
+    """Who the user is and what they want, as people put it: one phrasing of the goal,
+    before or after the persona line."""
+    goal = rng.choice(goals)
+    return f"{goal} {persona}" if rng.random() < 0.35 else f"{persona} {goal}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import re
 import string
 from typing import Any
@@ -411,12 +412,19 @@ def render_instruction(walk: Walk, context: str | None = None) -> str:
     return with_rules(walk, request)
 
 
-def report_sentences(walk: Walk) -> list[str]:
-    """The request's last sentence: what the final message must report, if anything."""
+# how people ask for the values back (``report_sentences`` draws one when given a rng)
+_ASK_BACK = ("When you are done, tell me {}.", "When you're done, let me know {}.",
+             "Once done, send me {}.", "When you're done, give me {}.",
+             "I'd like to know {} once it's all done.")
+
+
+def report_sentences(walk: Walk, rng: random.Random | None = None) -> list[str]:
+    """The request's last sentence: what the final message must report, if anything (put
+    one of the ways people ask for it back, drawn by ``rng``; the first without one)."""
     if len(walk.reports) > 1:
         asked = walk.asks
-        return ["When you are done, tell me " + ", ".join(asked[:-1]) + " and "
-                + asked[-1] + "."]
+        frame = _ASK_BACK[0] if rng is None else rng.choice(_ASK_BACK)
+        return [frame.format(", ".join(asked[:-1]) + " and " + asked[-1])]
     if walk.report_text is not None:
         return [walk.report_text]
     if walk.report is not None and walk.report.source is not None:
