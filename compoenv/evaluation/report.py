@@ -84,6 +84,10 @@ def write_report(runs: Sequence[Run], out: str | Path,
     parts.append("<h2>Episodes, by task</h2>"
                  '<p><input id="filter" size="40" placeholder="filter: task id, domain, pass or '
                  'fail" oninput="filterEpisodes(this.value)"></p>')
+    if not tasks:  # criteria by id alone: say how to see what each checks
+        parts.append('<p class="note">Criteria are listed by id; <code>compoenv report ... '
+                     '--tasks FILE</code> (the task file the runs played) adds what each '
+                     'checks.</p>')
     for run in runs:
         parts.append(_viewer(run, tasks))
     parts.append(_TAIL)
