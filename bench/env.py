@@ -230,12 +230,17 @@ def measure_reset(cfg: Config) -> dict[str, float]:
     times = reset_times(CompoWorldEnv(max_steps=NEVER), given[:len(tasks)] + given)
     times = times[len(tasks):]  # the first round warmed the worlds and tool listings
     seeds = [10**6, *range(cfg.seed, cfg.seed + cfg.compose_resets)]
+    # the env's default composes scenario jobs (as the CLI does); free walks beside them
     composed = reset_times(CompoWorldEnv(max_steps=NEVER), [{"seed": s} for s in seeds])
     composed = composed[1:]  # the first one built the env's Composer and tool graph
+    walks = reset_times(CompoWorldEnv(max_steps=NEVER, scenarios="none"),
+                        [{"seed": s} for s in seeds])[1:]
     return {"reset_ms_median": statistics.median(times) * 1e3,
             "reset_ms_p90": statistics.quantiles(times, n=10)[8] * 1e3, "reset_task_services": 3,
             "reset_compose_ms_median": statistics.median(composed) * 1e3,
-            "reset_compose_ms_p90": statistics.quantiles(composed, n=10)[8] * 1e3}
+            "reset_compose_ms_p90": statistics.quantiles(composed, n=10)[8] * 1e3,
+            "reset_compose_walk_ms_median": statistics.median(walks) * 1e3,
+            "reset_compose_walk_ms_p90": statistics.quantiles(walks, n=10)[8] * 1e3}
 
 
 def live_envs(pool: list[Task], n: int, probe: Callable[[], float]) -> tuple[float, float]:

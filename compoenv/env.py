@@ -143,19 +143,23 @@ class CompoWorldEnv(gym.Env[str, str]):
             slack (``steps_for``), and never fewer than 20 (48 for composed scenario tasks);
             in gateway mode the solution's calls count the discovery before them
             (list_services, then list_tools and describe_tool before first use); before the
-            first reset ``max_steps`` covers the longest solution of ``tasks``.
+            first reset ``max_steps`` covers the longest solution of ``tasks`` (composing:
+            48, or 20 for free walks).
         reward: ``"rubric"`` (the reward is the rubric score) or ``"binary"`` (1.0 when every
             required criterion passes, else 0.0). When the episode ends, ``info`` holds
             ``rubric_score``, ``passed``, ``net_score`` and ``reward`` (docs/rubric.md).
-        hops: Solution length for composed tasks: an int or (min, max).
+        hops: Free walks only: solution length, an int or (min, max) (default (2, 4)). Given
+            without ``scenarios``, tasks are free walks of ``hops`` calls.
         min_services: Fewest services a composed task touches.
         services: Restrict composed tasks to these services.
         motifs: Motifs composed tasks may use (default: all of compoenv.compose.MOTIFS).
-        scenarios: Compose long scenario tasks instead of free walks: ``"all"`` or scenario
-            names (``compoenv scenarios``); ``hops`` then does not apply. The default (None)
-            composes free walks of ``hops`` calls, as ``compoenv generate --scenarios none``
-            does; ``scenarios="all"`` composes the jobs ``compoenv generate`` and ``demo``
-            compose by default.
+        scenarios: Which tasks are composed at reset. The default composes what ``compoenv
+            generate`` and ``demo`` compose by default: a job of any scenario (the declared ones
+            and jobs derived for the services they leave out, ``compoenv scenarios``), told as
+            a goal, up to 40 calls; with ``hops`` given, free walks instead. ``"all"`` or
+            scenario names: jobs of those scenarios (``hops`` does not apply to them: giving
+            both is an error). ``"none"``: free walks of ``hops`` calls, as ``compoenv
+            generate --scenarios none`` composes, told as steps.
         distractors: Unrelated services composed tasks mount beside their own (default: 3 in
             gateway mode, 0 in direct mode, where only the task's services are listed).
         world_model: Who answers spec-only tools: "offline" (default), "endpoint",
@@ -174,7 +178,7 @@ class CompoWorldEnv(gym.Env[str, str]):
 
     def __init__(self, tasks: str | Path | Sequence[Task | dict[str, Any]] | None = None, *,
                  mode: str = "direct", max_steps: int | None = None, reward: str = "rubric",
-                 hops: int | tuple[int, int] = (2, 4), min_services: int = 2,
+                 hops: int | tuple[int, int] | None = None, min_services: int = 2,
                  services: Sequence[str] | None = None, motifs: Sequence[str] | None = None,
                  distractors: int | None = None, world_model: Any = None,
                  scenarios: str | Sequence[str] | None = None,
@@ -212,22 +216,38 @@ class CompoWorldEnv(gym.Env[str, str]):
         if self.tasks is not None and not self.tasks:
             where = f" ({tasks} has no tasks)" if isinstance(tasks, (str, Path)) else ""
             raise ValueError(f"tasks is empty{where}: give at least one task, or None to compose")
-        self._min_steps = SCENARIO_MIN_STEPS if scenarios is not None else DEFAULT_MAX_STEPS
+        if scenarios is None:  # the CLI's default, unless free-walk lengths are given
+            scenarios = "none" if hops is not None else "all"
+        elif hops is not None and not (isinstance(scenarios, str) and scenarios.strip() == "none"):
+            raise ValueError(f"hops bounds free walks (scenarios='none'); scenario jobs "
+                             f"(scenarios={scenarios!r}) are not bounded by it: give one or "
+                             f"the other")
+        every = isinstance(scenarios, str) and scenarios.strip() == "all"
+        walks = isinstance(scenarios, str) and scenarios.strip() in ("", "none")
+        # composed scenario tasks are long: their episodes get at least SCENARIO_MIN_STEPS
+        self._min_steps = DEFAULT_MAX_STEPS if walks else SCENARIO_MIN_STEPS
         if mode == "gateway" and self.tasks is not None:  # room to discover the tools first
             longest = _longest(self.tasks, True)
+        floor = DEFAULT_MAX_STEPS if self.tasks is not None else self._min_steps
         self.max_steps: int = (max_steps if max_steps is not None
-                               else max(self._min_steps, longest + STEP_SLACK))
-        low, high = (hops, hops) if isinstance(hops, int) else hops
+                               else max(floor, longest + STEP_SLACK))
+        low, high = (hops, hops) if isinstance(hops, int) else hops or (2, 4)
         if distractors is None:  # the gateway lists a few unrelated services by default
             distractors = 3 if mode == "gateway" else 0
         extra: dict[str, Any] = {"motifs": tuple(motifs)} if motifs is not None else {}
-        if scenarios is not None:
+        # "all" is every scenario the services allow and, as on the CLI, the jobs derived for
+        # the services they leave out; resolved when the first task is composed (an env that
+        # plays given tasks never imports the scenarios), named scenarios now (a bad name
+        # fails here)
+        self._scenarios: Any = None
+        if not walks and not every:
             from compoenv.scenarios import resolve
 
-            extra["scenarios"] = resolve(scenarios, services or self.registry.names())
+            self._scenarios = resolve(scenarios, services or self.registry.names())
+        self._every = every
         self._config = ComposerConfig(min_hops=low, max_hops=high, min_services=min_services,
                                       services=tuple(services) if services else None,
-                                      distractors=distractors, **extra)
+                                      distractors=distractors, derive=every, **extra)
         self._composer: Any = None  # a Composer, built (and imported) at the first draw
         self.observation_space, self.action_space = _OBSERVATIONS, _ACTIONS
         self.task: Task | None = None
@@ -250,7 +270,9 @@ class CompoWorldEnv(gym.Env[str, str]):
         names = task.services + task.distractors if self.mode == "gateway" else task.services
         self.task = task
         if self._fixed_steps is None:  # the limit follows the task of this episode
-            self.max_steps = steps_for((task,), self._min_steps, self.mode == "gateway")
+            composed = self.tasks is None and options.get("task") is None
+            floor = self._min_steps if composed else DEFAULT_MAX_STEPS
+            self.max_steps = steps_for((task,), floor, self.mode == "gateway")
         # the episode's own world model access: its cache holds the agent's arguments
         self.session = Session([self.registry.get(n) for n in names], world,
                                self._simulator(task) or Simulator(OfflineWorldModel()))
@@ -309,7 +331,14 @@ class CompoWorldEnv(gym.Env[str, str]):
         if self._composer is None:
             from compoenv.compose.generator import Composer
 
-            self._composer = Composer(self.registry, self._config)
+            config = self._config
+            if self._every or self._scenarios:
+                from compoenv.scenarios import resolve
+
+                names = self._scenarios or resolve("all", config.services
+                                                   or self.registry.names())
+                config = dataclasses.replace(config, scenarios=names)
+            self._composer = Composer(self.registry, config)
         return self._composer.sample(int(self.np_random.integers(2**31 - 1)))
 
     def _task_by_id(self, task_id: str) -> Task:

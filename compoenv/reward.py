@@ -28,6 +28,7 @@ __all__ = [
     "Outcome", "CriterionResult", "RubricResult", "score_rubric", "completion_focused",
     "same_value", "normalize_text", "record_dict", "check_criterion", "Shown", "GUARDS",
     "WRITE_SHARE", "UNDONE", "STATUS_FIELDS", "undone", "scalars", "CRITERION_KINDS", "kind_pass_rates",
+    "kind_counts",
 ]
 
 _MISSING = object()
@@ -422,6 +423,22 @@ def kind_pass_rates(episodes: Iterable[tuple[Sequence[str], Sequence[bool]]],
             total[kind] = total.get(kind, 0) + 1
             passed[kind] = passed.get(kind, 0) + int(bool(ok))
     return {f"{prefix}{kind}_pass_rate": passed[kind] / total[kind] for kind in sorted(total)}
+
+
+def kind_counts(kinds: Sequence[str], passes: Sequence[bool],
+                prefix: str = "criteria/") -> dict[str, float]:
+    """One episode's criteria per kind, as the same keys for every episode: for each kind of
+    ``CRITERION_KINDS``, ``{prefix}{kind}_passed`` and ``{prefix}{kind}_checked`` (0 for a
+    kind its rubric lacks). For trainers that log a per-sample dict and average it over a
+    batch (verl's ``reward_extra_info``, OpenRLHF's ``extra_logs``): the batch's pass rate of
+    a kind is the mean of ``_passed`` over the mean of ``_checked`` (``kind_pass_rates``)."""
+    out = {f"{prefix}{kind}_{name}": 0.0 for kind in CRITERION_KINDS
+           for name in ("passed", "checked")}
+    for kind, ok in zip(kinds, passes, strict=True):
+        if kind in CRITERION_KINDS:
+            out[f"{prefix}{kind}_checked"] += 1.0
+            out[f"{prefix}{kind}_passed"] += float(bool(ok))
+    return out
 
 
 def check_criterion(c: Criterion, outcome: Outcome) -> tuple[bool, str]:

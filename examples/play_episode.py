@@ -19,7 +19,8 @@ def main() -> None:
     parser.add_argument("--mode", choices=["direct", "gateway"], default="direct")
     parser.add_argument("--seed", type=int, default=3)
     args = parser.parse_args()
-    env = gym.make("CompoWorld-v0", mode=args.mode, max_steps=12).unwrapped
+    # a scenario job, as `compoenv generate` composes; its step limit follows the task
+    env = gym.make("CompoWorld-v0", mode=args.mode).unwrapped
     for agent in (OracleAgent(), RandomAgent(seed=args.seed)):
         trajectory = run_episode(env, agent, seed=args.seed)
         print(f"=== {type(agent).__name__}: rubric score {trajectory['meta']['rubric_score']:.2f}")

@@ -93,6 +93,12 @@ def main() -> None:
     from trl import GRPOConfig, GRPOTrainer
 
     tiny = args.model is None
+    if tiny and "OMP_NUM_THREADS" not in os.environ:
+        import torch
+
+        # a 28k-parameter model gains nothing from intra-op threads, and on a machine whose
+        # cores are busy they wait on each other: one thread is ten times faster there
+        torch.set_num_threads(1)
     tasks = compose(args.tasks, args.seed, tiny)
     dataset = make_dataset(tasks, mode=args.mode)
     env_class = CompoWorldToolEnv if args.mode == "gateway" else CompoWorldDirectToolEnv

@@ -10,7 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 FIGURES = [
     "env_steps_per_s", "env_step_us_p50", "env_step_us_p99",
-    "reset_ms_median", "reset_ms_p90", "reset_compose_ms_median",
+    "reset_ms_median", "reset_ms_p90", "reset_compose_ms_median", "reset_compose_walk_ms_median",
     "memory_kb_per_live_env_distinct_tasks", "memory_kb_per_live_env_one_step",
     "rss_kb_per_live_env_distinct_tasks", "rss_kb_per_live_env_one_step",
     "step_over_bare_call_ratio", "step_us", "bare_call_us", "task_file_env_build_ms",

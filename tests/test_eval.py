@@ -311,7 +311,7 @@ def test_eval_plays_the_first_n_tasks_with_the_system_prompt_given(tmp_path, tas
 def test_intervals_noise_floor_flips_and_failed_criteria_come_from_the_episodes():
     from compoenv.evaluation.metrics import bootstrap_ci, summarize
 
-    tasks = {f"t{i}": {"domain": "d", "difficulty": 0.9 if i % 2 else 0.1, "rubric": [
+    tasks = {f"t{i}": {"domain": "d", "difficulty": (0.1, 0.3, 0.9)[i % 3], "rubric": [
         {"id": "c0", "kind": "state"}, {"id": "c1", "kind": "order"}],
         "rules": [{"id": "r", "kind": "ordering", "text": "...", "criteria": ["c1"]}]}
         for i in range(20)}
@@ -338,6 +338,25 @@ def test_intervals_noise_floor_flips_and_failed_criteria_come_from_the_episodes(
     assert results["failed_criteria"]["by_kind"]["order"]["failed"] == failed
     assert results["failed_criteria"]["by_kind"]["state"]["failed"] == 0
     assert results["failed_criteria"]["by_rule"] == {"ordering": failed}
-    assert set(results["breakdowns"]["difficulty"]) == {"easy", "hard"}
+    # the composer's levels (what generate --difficulty draws): 0.3 is medium
+    levels = results["breakdowns"]["difficulty"]
+    assert set(levels) == {"easy", "medium", "hard"}
+    assert levels["medium"]["tasks"] == sum(i % 3 == 1 for i in range(20))
     assert all(len(v["pass_rate_ci"]) == 2 for v in results["breakdowns"]["domain"].values())
     assert bootstrap_ci([(4, 4)] * 5) == [1.0, 1.0] and bootstrap_ci([]) == [0.0, 0.0]
+
+
+def test_each_task_gets_turns_for_its_own_plan_unless_max_steps_is_given(tmp_path, tasks50):
+    """By default an episode's limit follows its task (``steps_for``): a plan of 33 calls is
+    not cut off at a fixed 30 turns; a given ``max_steps`` still holds."""
+    task = next(t for t in tasks50 if any(c.kind == "call" for c in t.rubric) and t.answer)
+    reads = {c.name for c in task.rubric if c.kind == "call"}
+    at = next(i for i, c in enumerate(task.solution) if c.name in reads)
+    solution = list(task.solution)
+    solution[at + 1:at + 1] = [solution[at]] * (33 - len(solution))  # reads are free
+    long = task.model_copy(update={"solution": solution, "id": task.id + "-long"})
+    with ChatServer(responder=Policy([long]), max_requests=2000) as server:
+        own = evaluate([long], _agent(server), tmp_path / "own", k=1)
+        fixed = evaluate([long], _agent(server), tmp_path / "fixed", k=1, max_steps=30)
+    assert own["pass_rate"] == 1.0 and own["run"]["max_steps"] is None
+    assert fixed["pass_rate"] == 0.0

@@ -123,6 +123,10 @@ def test_group_of_multi_turn_episodes_gets_the_completion_focused_reward(lm, tas
         assert (logs["group_size"], logs["group_fallback"], logs["label_error"]) == (4, 0, 0)
         assert logs["rubric_score"] == pytest.approx(info["rubric_score"])
         assert logs["criteria_passed"] == sum(c["passed"] for c in info["rubric"])
+        for kind in {c["kind"] for c in info["rubric"]}:  # per kind: passed of checked
+            of_kind = [c["passed"] for c in info["rubric"] if c["kind"] == kind]
+            assert (logs[f"criteria/{kind}_passed"], logs[f"criteria/{kind}_checked"]) == (
+                sum(of_kind), len(of_kind))
         assert set(logs) == set(responses[0]["extra_logs"])
         assert all(type(v) is float for v in logs.values())
     for i in driven:

@@ -163,6 +163,8 @@ def test_the_report_shows_pass_rates_with_intervals_failures_flips_and_groups_by
     assert ticks and all(t.strip().isdigit() for t in ticks), ticks
     assert "criterion kind" in page and "house rule" in page
     assert "Tasks that flip between repeats" in page
+    # criteria by id alone without the task file, and the page says how to describe them
+    assert "--tasks FILE</code> (the task file the runs played)" in page
     # episodes grouped by task: a task's repeats sit together, in order
     viewer = page[page.index('<section class="run"><h3>weak</h3>'):]
     order = re.findall(r'<details class="episode" data-key="(t-[0-9a-f]+) ', viewer)

@@ -359,6 +359,29 @@ def test_the_env_composes_scenario_tasks_and_the_oracle_completes_them() -> None
         CompoWorldEnv(scenarios=["no_such_job"])
 
 
+def test_the_envs_default_is_what_generate_composes_and_hops_give_free_walks() -> None:
+    import dataclasses
+
+    import gymnasium as gym
+
+    from compoenv.cli.common import composer_config
+    from compoenv.env import CompoWorldEnv
+
+    env = gym.make("CompoWorld-v0").unwrapped
+    _, info = env.reset(seed=0)
+    task = info["task"]
+    assert task["scenario"] and task["guidance"] == "goal" and env.max_steps >= 48
+    # the config `compoenv generate` builds from its defaults (distractors are per command)
+    cli = composer_config(scenarios="all", guidance="goal", min_hops=2, max_hops=4,
+                          min_services=2, max_calls=40, distractors=10)
+    assert dataclasses.replace(env._composer.config, distractors=10) == cli
+    for walks in (CompoWorldEnv(hops=(2, 3)), CompoWorldEnv(scenarios="none")):
+        _, info = walks.reset(seed=0)
+        assert not info["task"]["scenario"] and 2 <= len(info["task"]["solution"]) <= 4
+    with pytest.raises(ValueError, match="hops bounds free walks"):
+        CompoWorldEnv(scenarios="all", hops=3)
+
+
 def _built(scenario: str, seeds: int, hard: bool = False,
            guidance: str = "steps") -> Iterator[tuple[Task, Walk]]:
     """The tasks (and walks) this scenario builds from the first ``seeds`` seeds."""

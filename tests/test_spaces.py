@@ -107,6 +107,9 @@ def test_action_space_matches_the_action_limit_and_samples_are_accepted():
 
 def test_spec_max_episode_steps_is_the_envs_max_steps():
     assert gym.make("CompoWorld-v0", max_steps=7).spec.max_episode_steps == 7
-    assert gym.make("CompoWorld-v0").spec.max_episode_steps == 20
+    # composing: scenario jobs by default (long), free walks with hops or scenarios="none"
+    assert gym.make("CompoWorld-v0").spec.max_episode_steps == 48
+    assert gym.make("CompoWorld-v0", hops=(2, 4)).spec.max_episode_steps == 20
+    assert gym.make("CompoWorld-v0", scenarios="none").spec.max_episode_steps == 20
     remade = gym.make(gym.make("CompoWorld-v0", max_steps=3).spec)
     assert remade.unwrapped.max_steps == 3 and remade.spec.max_episode_steps == 3

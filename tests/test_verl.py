@@ -34,7 +34,7 @@ from compoenv.compose import Composer, ComposerConfig
 from compoenv.env import CompoWorldEnv
 from compoenv.integrations.verl import CompoWorldAgentLoop, TaskRowError
 from compoenv.integrations.verl_data import verl_record, write_verl_dataset
-from compoenv.reward import completion_focused
+from compoenv.reward import CRITERION_KINDS, completion_focused
 from compoenv.task import Task
 from compoenv.tiny_lm import tiny_lm_path
 
@@ -146,6 +146,11 @@ def test_oracle_episode_scores_one_with_model_tokens_trained_and_tool_tokens_mas
     assert out.extra_fields["criteria"] == [c.id for c in task.rubric]
     assert out.extra_fields["task_id"] == task.id and out.extra_fields["stop_reason"] == "done"
     assert out.extra_fields["reward_extra_info"]["tool_calls"] == len(task.solution)
+    kinds = [c.kind for c in task.rubric]  # every kind's criteria, all passed
+    for kind in CRITERION_KINDS:
+        logged = out.extra_fields["reward_extra_info"]
+        assert logged[f"criteria/{kind}_passed"] == logged[f"criteria/{kind}_checked"] == \
+            kinds.count(kind)
     assert out.num_turns == 1 + len(server.replies) + len(task.solution)
     # the prompt is the chat template's render of the request with the task's tools
     _, info = CompoWorldEnv().reset(options={"task": task})
@@ -322,9 +327,10 @@ def test_verls_worker_runs_exported_rows_by_agent_name_and_config_path(
     scores, width = out.batch["rm_scores"], out.batch["prompts"].shape[1]
     last = out.batch["attention_mask"][:, width:].sum(1) - 1  # the last response token
     assert scores.sum(1).tolist() == [1.0, 1.0] and scores[[0, 1], last].tolist() == [1.0, 1.0]
+    per_kind = [f"criteria/{kind}_{n}" for kind in CRITERION_KINDS for n in ("passed", "checked")]
     assert out.meta_info["reward_extra_keys"] == [
         "acc", "rubric_score", "passed", "net_score", "criteria_pass_rate", "tool_calls", "steps",
-        "cut_short", "group_reward", "group_size", "group_fallback"]  # the yaml's group reward
+        "cut_short", *per_kind, "group_reward", "group_size", "group_fallback"]  # group reward
     assert out.non_tensor_batch["group_size"].tolist() == [1.0, 1.0]  # one rollout per row
     assert out.non_tensor_batch["acc"].tolist() == [1.0, 1.0]
     assert list(out.non_tensor_batch["task_id"]) == [t.id for t in tasks]

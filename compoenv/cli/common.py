@@ -135,10 +135,10 @@ def composer_options(func: Callable[..., Any]) -> Callable[..., Any]:
                      help="Neighbouring services the task does not need, recorded per task "
                           "(listed beside its own in gateway mode)."),
         click.option("--scenarios", default="all", show_default=True,
-                     help="Which tasks: jobs of these scenarios, 8 to --max-calls tool calls "
-                          "('all', or comma-separated names, see `compoenv scenarios`), or "
-                          "'none': free random walks of --min-hops to --max-hops calls, as "
-                          "gym.make('CompoWorld-v0') composes by default."),
+                     help="Which tasks: jobs of these scenarios, up to --max-calls tool calls "
+                          "('all', or comma-separated names, see `compoenv scenarios`; 'all' is "
+                          "also gym.make('CompoWorld-v0')'s default), or 'none': free random "
+                          "walks of --min-hops to --max-hops calls."),
         click.option("--services", multiple=True, metavar="NAMES",
                      help="Only these services (comma-separated or repeated): scenario jobs "
                           "whose services all lie in them, walks and distractors inside them."),

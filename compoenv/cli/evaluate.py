@@ -51,8 +51,10 @@ __all__ = ["evaluate_command"]
               default="native", show_default=True,
               help="The endpoint's tool calling, or tools listed in the prompt and calls "
                    "written as text.")
-@click.option("--max-steps", type=click.IntRange(min=1), default=30, show_default=True,
-              help="Model turns per episode.")
+@click.option("--max-steps", type=click.IntRange(min=1), default=None,
+              help="Model turns per episode (default: each task's own limit, its solution's "
+                   "calls with the discovery before them in gateway mode, plus 4; at least "
+                   "20).")
 @click.option("--temperature", type=click.FloatRange(min=0), default=0.0, show_default=True)
 @click.option("--max-tokens", type=click.IntRange(min=1), default=2048, show_default=True,
               help="Most tokens per model turn.")
@@ -79,7 +81,7 @@ __all__ = ["evaluate_command"]
 @library_option
 def evaluate_command(tasks_path: str, base_url: str | None, model: str | None,
                      model_path: str | None, device: str, out: str, k: int,
-                     concurrency: int, mode: str, tool_format: str, max_steps: int,
+                     concurrency: int, mode: str, tool_format: str, max_steps: int | None,
                      temperature: float, max_tokens: int, timeout_s: float, retries: int,
                      api_key_env: str, stream: bool, limit: int | None,
                      system_prompt_path: str | None, max_errored: float,

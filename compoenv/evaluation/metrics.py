@@ -129,10 +129,13 @@ def _error_codes(record: Mapping[str, Any]) -> tuple[int, list[str]]:
 
 
 def _difficulty(value: Any) -> str:
-    """A task's difficulty (0..1) as a band, or "none" for tasks without one."""
-    if not isinstance(value, (int, float)):
+    """A task's difficulty (0..1) as the level the composer gives it (``difficulty.level``:
+    what ``generate --difficulty`` draws and its summary counts), or "none" without one."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         return "none"
-    return "easy" if value < 1 / 3 else "medium" if value < 2 / 3 else "hard"
+    from compoenv.compose.difficulty import level
+
+    return level(min(max(float(value), 0.0), 1.0))
 
 
 def _count_failures(meta: Mapping[str, Any], task: Mapping[str, Any], checked: Counter[str],

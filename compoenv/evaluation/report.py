@@ -82,8 +82,12 @@ def write_report(runs: Sequence[Run], out: str | Path,
     parts.append("</section>")
     parts.append(_failures(runs))
     parts.append("<h2>Episodes, by task</h2>"
-                 '<p><input id="filter" placeholder="filter: task id, domain, pass or fail" '
-                 'oninput="filterEpisodes(this.value)"></p>')
+                 '<p><input id="filter" size="40" placeholder="filter: task id, domain, pass or '
+                 'fail" oninput="filterEpisodes(this.value)"></p>')
+    if not tasks:  # criteria by id alone: say how to see what each checks
+        parts.append('<p class="note">Criteria are listed by id; <code>compoenv report ... '
+                     '--tasks FILE</code> (the task file the runs played) adds what each '
+                     'checks.</p>')
     for run in runs:
         parts.append(_viewer(run, tasks))
     parts.append(_TAIL)
@@ -113,8 +117,9 @@ def _table(runs: Sequence[Run]) -> str:
         cells = (run.name, model, f"{r.get('tasks')} x {r.get('k')}",
                  f"{r['pass_rate']:.1%}{_interval(r.get('pass_rate_ci'))}",
                  f"{r['mean_rubric_score']:.3f}",
-                 " ".join(f"@{k} {v:.0%}" for k, v in r.get("pass_at_k", {}).items()),
-                 " ".join(f"^{k} {v:.0%}" for k, v in r.get("pass_hat_k", {}).items()),
+                 # a k stays beside its value when the cell wraps
+                 " ".join(f"@{k}\u00a0{v:.0%}" for k, v in r.get("pass_at_k", {}).items()),
+                 " ".join(f"^{k}\u00a0{v:.0%}" for k, v in r.get("pass_hat_k", {}).items()),
                  f"{noise.get('std', 0):.1%}" if "repeat_pass_rates" in noise
                  else f"{noise.get('std', 0):.3f} (score)",
                  len(r.get("flips") or []), r.get("errored_episodes", 0),
@@ -228,13 +233,16 @@ def _curves(runs: Sequence[Run]) -> str:
     plt = _pyplot()
     figure, axes = plt.subplots(figsize=(5.5, 3.2))
     entries = 0
-    for run in runs:
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, run in enumerate(runs):  # a run's colour, as in the other plots; pass@k dashed
         for key, style in (("pass_hat_k", "-o"), ("pass_at_k", "--s")):
             curve = run.results.get(key) or {}
             ks = sorted(curve, key=int)
             xs = [int(k) for k in ks]
             line, = axes.plot(xs, [curve[k] for k in ks], style, label=f"{run.name} "
-                              f"{'pass^k' if key == 'pass_hat_k' else 'pass@k'}")
+                              f"{'pass^k' if key == 'pass_hat_k' else 'pass@k'}",
+                              color=colors[i % len(colors)], clip_on=False,
+                              markerfacecolor="white" if key == "pass_at_k" else None)
             intervals = run.results.get(f"{key}_ci") or {}
             if all(k in intervals for k in ks) and ks:
                 axes.fill_between(xs, [intervals[k][0] for k in ks],
@@ -243,7 +251,8 @@ def _curves(runs: Sequence[Run]) -> str:
             entries += 1
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))  # k is a count: 1, 2, 3
     axes.set_xlabel("k")
-    axes.set_ylim(0, 1)
+    axes.set_ylim(0, 1.04)  # a curve at 100% is drawn inside the frame, not on its edge
+    axes.set_yticks([0, 0.2, 0.4, 0.6, 0.8, 1.0])
     axes.yaxis.set_major_formatter(_percent())
     _legend_above(axes, entries)
     return _svg(figure)

@@ -25,7 +25,7 @@ TRAJECTORIES, ERRORS, RESULTS = "trajectories.jsonl", "errors.jsonl", "results.j
 
 def evaluate(tasks: str | Path | Sequence[Task | dict[str, Any]], agent: AsyncAgent,
              out: str | Path, *, k: int = 1, concurrency: int = 32, mode: str = "gateway",
-             max_steps: int = 30, world_model: Any = None, progress: bool = False,
+             max_steps: int | None = None, world_model: Any = None, progress: bool = False,
              registry: Registry | None = None, limit: int | None = None,
              system_prompt: str | None = None) -> dict[str, Any]:
     """Play every task ``k`` times and write the run to the folder ``out``.
@@ -35,6 +35,10 @@ def evaluate(tasks: str | Path | Sequence[Task | dict[str, Any]], agent: AsyncAg
     again by the next run on ``out``; ``out/results.json`` holds ``metrics.summarize`` of
     every episode (those of earlier runs on ``out`` included) and the run's settings.
 
+    ``max_steps`` bounds the model's turns in every episode; None (the default) gives each
+    task the env's own limit: its solution's calls (in gateway mode with the discovery
+    before them: list_services, list_tools, describe_tool) plus a few, and at least 20
+    (``env.steps_for``), so no task is cut off before a plan as long as the oracle's ends.
     ``limit`` plays only the first ``limit`` tasks. ``system_prompt`` replaces the env's
     system prompt in what the agent is sent and in the recorded episodes; ``{env_prompt}``
     in it stands for the env's own prompt.
@@ -46,7 +50,8 @@ def evaluate(tasks: str | Path | Sequence[Task | dict[str, Any]], agent: AsyncAg
         TaskFileError: a task line is broken or cannot be played on this library.
         ValueError: bad counts, or tasks with repeated ids.
     """
-    if k < 1 or concurrency < 1 or max_steps < 1 or (limit is not None and limit < 1):
+    if k < 1 or concurrency < 1 or (max_steps is not None and max_steps < 1) or (
+            limit is not None and limit < 1):
         raise ValueError(f"need k, concurrency, max_steps and limit >= 1, got k={k}, "
                          f"concurrency={concurrency}, max_steps={max_steps}, limit={limit}")
     registry = registry or Registry.default()

@@ -38,6 +38,7 @@ from openrlhf.utils.agent import AgentInstanceBase, MultiTurnAgentExecutor
 
 from compoenv.env import MODES, CompoWorldEnv
 from compoenv.integrations.groups import EpisodeOutcome, GroupBoard, GroupRewardSettings
+from compoenv.reward import kind_counts
 
 __all__ = ["AgentExecutor", "AgentInstance", "EpisodeOutcome", "Settings", "TemplateError"]
 
@@ -262,7 +263,8 @@ class AgentInstance(AgentInstanceBase):
         return self.outcome or EpisodeOutcome(label_error=bool(self.error))
 
     def extra_logs(self) -> dict[str, float]:
-        """Scalar statistics of the episode (the same keys for every episode)."""
+        """Scalar statistics of the episode (the same keys for every episode), with the
+        criteria passed and checked per kind (``kind_counts``)."""
         outcome = self.outcome or EpisodeOutcome(label_error=bool(self.error))
         passed = sum(outcome.passes)
         return {"rubric_score": outcome.rubric_score, "passed": float(outcome.passed),
@@ -270,7 +272,8 @@ class AgentInstance(AgentInstanceBase):
                 "criteria_pass_rate": passed / max(len(outcome.passes), 1),
                 "criteria_passed": float(passed), "tool_calls": float(self.tool_calls),
                 "tool_errors": float(self.tool_errors), "steps": float(self.steps),
-                "label_error": float(outcome.label_error)}
+                "label_error": float(outcome.label_error),
+                **kind_counts(outcome.kinds, outcome.passes)}
 
 
 class AgentExecutor(MultiTurnAgentExecutor):

@@ -44,6 +44,7 @@ from compoenv.integrations.groups import EpisodeOutcome, GroupBoard, GroupReward
 from compoenv.integrations.openrlhf_data import template_inputs
 from compoenv.integrations.verl_data import AGENT_NAME
 from compoenv.registry import LIBRARY_ENV
+from compoenv.reward import kind_counts
 from compoenv.rollout import play_episode
 from compoenv.task import Task, TaskFileError
 
@@ -235,7 +236,7 @@ class CompoWorldAgentLoop(AgentLoopBase):
             if group is not None:
                 group.fail(slot)  # the others stop waiting for this episode
             raise
-        extra_fields = _extra_fields(meta, policy.stop)
+        extra_fields = _extra_fields(meta, policy.stop, [c.kind for c in task.rubric])
         reward = float(meta["rubric_score"] if self.reward == "rubric" else meta["score"])
         if group is not None:
             outcome = EpisodeOutcome(
@@ -289,16 +290,18 @@ def _board(settings: GroupRewardSettings) -> GroupBoard:
     return boards[settings]
 
 
-def _extra_fields(meta: dict[str, Any], stop: str) -> dict[str, Any]:
+def _extra_fields(meta: dict[str, Any], stop: str, kinds: list[str]) -> dict[str, Any]:
     """The episode's outcome for verl's batch: the pass vector with its criterion ids, and the
-    scalar statistics verl logs per sample (``reward_extra_info``; the same keys every time)."""
+    scalar statistics verl logs per sample (``reward_extra_info``; the same keys every time),
+    with the criteria passed and checked per kind (``kind_counts``)."""
     passes = [int(bool(c["passed"])) for c in meta["rubric"]]
     passed = float(meta["score"])  # as "acc" too: verl's core validation metric
     stats = {"acc": passed, "rubric_score": float(meta["rubric_score"]), "passed": passed,
              "net_score": float(meta["net_score"]),
              "criteria_pass_rate": sum(passes) / max(len(passes), 1),
              "tool_calls": float(meta["n_tool_calls"]), "steps": float(meta["n_steps"]),
-             "cut_short": float(stop in ("response_length", "max_assistant_turns"))}
+             "cut_short": float(stop in ("response_length", "max_assistant_turns")),
+             **kind_counts(kinds, passes)}
     return {"task_id": meta["task_id"], "passes": passes,
             "criteria": [str(c["id"]) for c in meta["rubric"]], "stop_reason": stop,
             "reward_extra_info": stats}
