@@ -48,7 +48,7 @@ __all__ = ["INDEX_NAME", "Library", "LibraryError", "ServiceInfo", "open_library
 INDEX_NAME = "index.json"
 TRUST_ENV = "COMPOENV_TRUST_CODE"
 PROVENANCE_SUFFIX = ".provenance.json"  # compoenv synthesize's record beside its module
-FORMAT = 2  # 2: display names, declared jobs and statable interfaces
+FORMAT = 3  # 2: display names, declared jobs and statable interfaces; 3: scope keys statable
 _Files = dict[str, tuple[int, int]]  # relative path -> (size, modification time in ns)
 
 
@@ -417,10 +417,13 @@ def _parse(root: Path, rel: str, trusted: bool) -> list[ServiceInfo]:
         tools = tuple(spec_signatures(spec))
     except TypeError as exc:  # a name the SDK cannot offer (too long for an agent)
         raise SpecError(f"{path}: {exc}") from None
+    # reading its tools declared the scopes a user states (``compoenv.schema.SCOPE_KEYS``)
+    statable = sorted({s.interface for t in tools for s in (*t.inputs, *t.outputs)
+                       if s.interface in STATABLE})
     return [ServiceInfo(spec["name"], "spec", spec["domain"], spec["description"],
                         str(spec.get("version", "1")), tuple(spec.get("related", ())),
                         spec.get("api"), rel, tools, spec.get("display", ""),
-                        tuple(spec.get("jobs", ())))]
+                        tuple(spec.get("jobs", ())), tuple(statable))]
 
 
 def _write(root: Path, files: _Files, services: tuple[ServiceInfo, ...]) -> Path:

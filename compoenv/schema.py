@@ -11,6 +11,7 @@ from compoenv._cache import ByIdentity
 from compoenv.schema_check import check_for
 
 __all__ = ["Slot", "free_text", "names_record", "compact_schema", "inline_refs", "ref_names", "interface_slots", "key_slots",
+           "SCOPE_KEYS", "scope_interfaces",
            "extract", "brief", "validator_for", "is_valid", "REF_DEPTH", "INLINE_BUDGET"]
 
 _DROP = frozenset({"title"})
@@ -219,6 +220,23 @@ def _described_id(key: str, node: dict[str, Any]) -> str | None:
     return "_".join(match.group(1).lower().split()) + "_id" if match else None
 
 
+# resources that hold a user's own work in an API rather than being a thing of it: the
+# subscription, resource group, project or workspace an operation runs in. Their keys are
+# ones the user knows and states ("our subscription ..., resource group rg-billing-prod"), so
+# a task may start from them
+SCOPE_KEYS = frozenset({"subscription", "resource_group", "project", "workspace", "tenant",
+                        "organization", "account"})
+
+
+def scope_interfaces(parameters: dict[str, Any], owner: str,
+                     api: str | None = None) -> list[str]:
+    """The key interfaces of a tool's top-level parameters that name one of its user's own
+    scopes (``SCOPE_KEYS``): statable wherever the tool is loaded."""
+    return [key_interface(api or owner, node["x-key"])
+            for node in (parameters.get("properties") or {}).values()
+            if isinstance(node, dict) and node.get("x-key") in SCOPE_KEYS]
+
+
 def key_interface(owner: str, field: str) -> str:
     """``("car_rental", "offer_id")`` -> ``CarRentalOfferId``; ``("github.repos", "repo")``
     -> ``GithubReposRepoId``."""
@@ -263,13 +281,14 @@ _ID_PARAM = re.compile(r"(^|_)id$")
 
 
 def names_record(param: str, schema: dict[str, Any]) -> bool:
-    """Whether a parameter names a record by its key (an id, a booking reference)."""
+    """Whether a parameter names a record by its key (an id, a booking reference, an
+    imported API's resource key, ``x-key``)."""
     if "anyOf" in schema:
         schema = next((b for b in schema["anyOf"] if b.get("type") != "null"), schema)
     interface = schema.get("x-interface") or ""
     return schema.get("type") in ("string", None) and (
         interface.endswith("Id") or interface in _RECORD_NUMBERS
-        or bool(_ID_PARAM.search(param)))
+        or bool(_ID_PARAM.search(param)) or isinstance(schema.get("x-key"), str))
 
 
 def brief(value: Any, limit: int = 80) -> str:

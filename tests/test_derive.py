@@ -189,3 +189,54 @@ def test_a_broken_declared_job_names_its_service() -> None:
 
     with pytest.raises(ScenarioError, match="service 'broken_kennels', job 0: field 'stages'"):
         service_jobs(registry)
+
+
+def _imported_jobs_api(tmp_path):
+    """An imported API's library: a project's classification jobs (listed in a paging
+    envelope), updated or deleted by their key, and snapshots of the directory a job reads."""
+    import json
+
+    from compoenv.importers import openapi_spec
+
+    job = {"type": "object", "properties": {
+        "jobId": {"type": "string"}, "directoryId": {"type": "string"},
+        "name": {"type": "string"}, "createdAt": {"type": "string", "format": "date-time"}}}
+    ok = {"200": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Job"}}}}}
+    path = {"name": "projectId", "in": "path", "required": True, "schema": {"type": "string"}}
+    doc = {"openapi": "3.0.0", "info": {"title": "Classifier", "version": "1"}, "paths": {
+        "/projects/{projectId}/jobs": {"get": {
+            "operationId": "ListJobs", "parameters": [path],
+            "responses": {"200": {"content": {"application/json": {"schema": {
+                "type": "object", "properties": {
+                    "jobs": {"type": "array", "items": {"$ref": "#/components/schemas/Job"}},
+                    "nextToken": {"type": "string"}}}}}}}}},
+        "/projects/{projectId}/jobs/{jobId}": {
+            "patch": {"operationId": "UpdateJob", "parameters": [path, {
+                "name": "jobId", "in": "path", "required": True, "schema": {"type": "string"}}],
+                "responses": ok},
+            "delete": {"operationId": "Jobs_Delete", "parameters": [path, {
+                "name": "jobId", "in": "path", "required": True, "schema": {"type": "string"}}],
+                "responses": ok}},
+        "/projects/{projectId}/directories/{directoryId}/snapshots": {"post": {
+            "operationId": "CreateSnapshot", "parameters": [path, {
+                "name": "directoryId", "in": "path", "required": True,
+                "schema": {"type": "string"}}], "responses": ok}}},
+        "components": {"schemas": {"Job": job}}}
+    spec, _ = openapi_spec(doc, name="classifier")
+    (tmp_path / "classifier.json").write_text(json.dumps(spec), encoding="utf-8")
+    return Registry.default([tmp_path])
+
+
+def test_an_imported_list_job_acts_on_the_item_itself(tmp_path) -> None:
+    """From a list in a paging envelope, picked by a plain field, the job's write is the one on
+    the item by its own key (``jobId``): not a write on another record the item names (its
+    directory's snapshot), nor one that takes the item back (``Jobs_Delete``)."""
+    registry = _imported_jobs_api(tmp_path)
+    jobs = [j for j in derive_jobs(registry, list(ScenarioRegistry.default()))
+            if "classifier" in j.services]
+    choice = next(j for j in jobs if j.name.endswith("_choice"))
+    assert choice.stages[0].tools == ["classifier__list_jobs"]
+    assert choice.stages[0].take == "pick" and choice.stages[1].tools == [
+        "classifier__update_job"]
+    tools = {t for j in jobs for s in j.stages for t in s.tools}
+    assert "classifier__jobs_delete" not in tools and "classifier__create_snapshot" not in tools

@@ -170,6 +170,117 @@ def test_openapi_clashes_31_types_recursion_and_max_tools():
     assert warnings == ["5 operations; only the first 3 imported"]
 
 
+def _listing(schema: dict[str, Any], **components: Any) -> dict[str, Any]:
+    """A document whose one GET answers ``schema``."""
+    return _doc({"/subscriptions/{subscriptionId}/vaults": {"get": {
+        "operationId": "Vaults_List",
+        "parameters": [{"name": "subscriptionId", "in": "path", "required": True,
+                        "schema": {"type": "string"}}],
+        "responses": {"200": {"content": {"application/json": {"schema": schema}}}}}}},
+        components={"schemas": components})
+
+
+VAULT = {"type": "object", "properties": {"id": {"type": "string"}, "name": {"type": "string"},
+                                          "createdAt": {"type": "string", "format": "date-time"}}}
+
+
+@pytest.mark.parametrize("envelope", [
+    {"value": {"type": "array", "items": {"$ref": "#/components/schemas/Vault"}},
+     "nextLink": {"type": "string"}},
+    {"items": {"type": "array", "items": {"$ref": "#/components/schemas/Vault"}},
+     "kind": {"type": "string"}, "nextPageToken": {"type": "string"},
+     "totalCount": {"type": "integer"}},
+    {"Vaults": {"type": "array", "items": {"$ref": "#/components/schemas/Vault"}},
+     "NextToken": {"type": "string"}},
+])
+def test_a_list_in_a_paging_envelope_is_imported_as_its_list(envelope):
+    doc = _listing({"$ref": "#/components/schemas/VaultList"}, Vault=VAULT,
+                   VaultList={"type": "object", "description": "Vaults of a subscription.",
+                              "properties": envelope})
+    spec, _ = openapi_spec(doc, name="vaults")
+    returns = tools(spec)["vaults_list"]["returns"]
+    assert returns["type"] == "array" and set(returns["items"]["properties"]) == {
+        "id", "name", "createdAt"}
+    loaded = service_from_spec(spec, SimulatedService).tool_specs()["vaults_list"]
+    assert any(s.path == ("*", "createdAt") for s in loaded.outputs)  # items a pick orders
+
+
+@pytest.mark.parametrize("envelope", [
+    # a field of its own beside the list: the response is more than its list
+    {"value": {"type": "array", "items": {"$ref": "#/components/schemas/Vault"}},
+     "region": {"type": "string"}},
+    # two lists: which one the records are is not for the importer to guess
+    {"value": {"type": "array", "items": {"$ref": "#/components/schemas/Vault"}},
+     "deleted": {"type": "array", "items": {"$ref": "#/components/schemas/Vault"}}},
+    # a list of plain strings holds no records
+    {"names": {"type": "array", "items": {"type": "string"}}, "nextLink": {"type": "string"}},
+])
+def test_a_response_with_more_than_a_paged_list_is_kept_whole(envelope):
+    doc = _listing({"type": "object", "properties": envelope}, Vault=VAULT)
+    spec, _ = openapi_spec(doc, name="vaults")
+    returns = tools(spec)["vaults_list"]["returns"]
+    assert returns["type"] == "object" and set(returns["properties"]) == set(envelope)
+
+
+@pytest.mark.parametrize("path, op_id, reads", [
+    ("/#X-Amz-Target=Vaults.ListVaults", "ListVaults", True),
+    ("/#X-Amz-Target=Vaults.DescribeVault", "DescribeVault", True),
+    ("/#X-Amz-Target=Vaults.BatchGetVaults", "BatchGetVaults", True),
+    ("/#X-Amz-Target=Vaults.CreateVault", "CreateVault", False),
+    ("/v1/{parent}/vaults:search", "vaults.search", True),
+    ("/v1/{name}:purge", "vaults.purge", False),
+    ("/jobs/list", "ListJobs", True),
+    ("/vaults", "ListVaults", False),  # a REST POST writes, whatever it is called
+])
+def test_an_rpc_style_post_named_for_reading_only_reads(path, op_id, reads):
+    doc = _doc({path: {"post": {"operationId": op_id, "responses": {"200": {"content": {
+        "application/json": {"schema": {"type": "object", "properties": {
+            "id": {"type": "string"}}}}}}}}}})
+    spec, _ = openapi_spec(doc, name="vaults")
+    assert spec["tools"][0]["read_only"] is reads
+
+
+def test_the_scopes_a_user_works_in_are_statable_and_stated_as_such_ids_look(tmp_path):
+    """A subscription or resource group is the user's own (they say which), so a task may start
+    at a tool that needs only those; an id of a thing of the API is not."""
+    from compoenv.compose.values import fresh_value
+    from compoenv.graph import ToolGraph
+    from compoenv.interfaces import STATABLE
+    import random
+
+    doc = _doc({"/subscriptions/{subscriptionId}/resourceGroups/{resourceGroupName}/vaults": {
+        "get": {"operationId": "Vaults_ListByResourceGroup", "parameters": [
+            {"name": "subscriptionId", "in": "path", "required": True,
+             "schema": {"type": "string"}},
+            {"name": "resourceGroupName", "in": "path", "required": True,
+             "schema": {"type": "string"}}],
+            "responses": {"200": {"content": {"application/json": {"schema": {
+                "type": "object", "properties": {"value": {"type": "array", "items": {
+                    "$ref": "#/components/schemas/Vault"}}}}}}}}}},
+        "/subscriptions/{subscriptionId}/resourceGroups/{resourceGroupName}/vaults/{vaultName}": {
+            "patch": {"operationId": "Vaults_Update", "parameters": [
+                {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+                for name in ("subscriptionId", "resourceGroupName", "vaultName")],
+                "responses": {"200": {"content": {"application/json": {
+                    "schema": {"$ref": "#/components/schemas/Vault"}}}}}}}},
+        components={"schemas": {"Vault": VAULT}})
+    spec, _ = openapi_spec(doc, name="vaults")
+    (tmp_path / "vaults.json").write_text(json.dumps(spec), encoding="utf-8")
+    registry = Registry.from_paths(tmp_path)
+    graph = ToolGraph(registry.signatures(), registry.related, registry.spec, registry.scope)
+    listing = "vaults__vaults_list_by_resource_group"
+    assert listing in graph.start_tools() and "vaults__vaults_update" not in graph.start_tools()
+    info = registry.info("vaults")
+    assert {"VaultsSubscriptionId", "VaultsResourceGroupId"} <= set(info.statable)
+    assert "VaultsVaultId" not in STATABLE
+    props = registry.spec(listing).parameters["properties"]
+    rng, world = random.Random(3), World.get(0)
+    subscription = fresh_value("subscription_id", props["subscription_id"], world, rng)
+    group = fresh_value("resource_group_name", props["resource_group_name"], world, rng)
+    assert re.fullmatch(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", subscription)
+    assert re.fullmatch(r"rg-[a-z]+-(prod|staging|dev)", group)
+
+
 def _mcp(tools_list: Any, origin: str) -> dict[str, Any]:
     return from_mcp(tools_list, "broken", origin=origin)
 

@@ -30,7 +30,8 @@ from compoenv.compose.render import noun
 from compoenv.graph import ToolGraph
 from compoenv.registry import Registry, RegistryError
 from compoenv.scenarios import Scenario, ScenarioError
-from compoenv.schema import names_record
+from compoenv.importers.naming import snake
+from compoenv.schema import SCOPE_KEYS, names_record
 from compoenv.service import ToolSpec
 
 __all__ = ["derive_jobs", "derived", "job_weights", "acting_services", "service_jobs", "NOTIFY",
@@ -40,8 +41,10 @@ NOTIFY = "email__send_email"
 RECORD = "docs_editor__create_document"
 _NAME = re.compile(r"[^a-z0-9_]+")
 # a job that takes back what it found or made is no job a person asks for by default
-_UNDO = re.compile(r"^(cancel|delete|remove|close|withdraw|void|revoke|unpublish|decline|"
-                   r"reject|deactivate|unfollow|unsubscribe|archive)")
+# (the verb leads a built-in tool's name, and may trail an imported one's: "accounts_delete")
+_UNDO = re.compile(r"(^|_)(cancel|delete|remove|close|withdraw|void|revoke|unpublish|decline|"
+                   r"reject|deactivate|unfollow|unsubscribe|archive|disable|suspend|stop|"
+                   r"purge|destroy|terminate|detach|disassociate|untag)(_|\d|$)")
 
 
 def acting_services(scenarios: Iterable[Scenario], registry: Registry) -> set[str]:
@@ -156,14 +159,14 @@ def derive_jobs(registry: Registry, declared: Iterable[Scenario] = (),
 def _writes_on(graph: ToolGraph, tool: str, service: str, items: bool) -> list[str]:
     """Writes of ``service`` that what ``tool`` returns feeds (from one of its list's items
     when ``items``)."""
-    out = []
+    out, kind = [], noun(graph.specs[tool]).casefold().split()
     for edge in graph.out_edges(tool):
         if edge.target_service != service or edge.target in out:
             continue
         spec = graph.specs[edge.target]
-        if spec.read_only or (items and (edge.path[:1] != ("*",) or edge.path[-1] != "id")):
-            continue  # from a list: a write on the item itself, by its own id
         schema = spec.parameters.get("properties", {}).get(edge.param, {})
+        if spec.read_only or (items and not _own_key(edge.path, schema, kind)):
+            continue  # from a list: a write on the item itself, by its own key
         if not names_record(edge.param, schema):
             continue  # it acts on the record found or made, named by its key
         out.append(edge.target)
@@ -188,7 +191,7 @@ def _jobs(service: str, registry: Registry, graph: ToolGraph,
                    for o in ("min", "max")):
             continue
         acts = [a for a in _writes_on(graph, spec.qualified_name, service, items=True)
-                if not _UNDO.match(graph.specs[a].name)]
+                if not _UNDO.search(graph.specs[a].name)]
         if not acts:
             continue
         act = acts[0]
@@ -200,7 +203,7 @@ def _jobs(service: str, registry: Registry, graph: ToolGraph,
             {"tools": [spec.qualified_name], "take": "pick", "items": [2, 8]},
             {"tools": [act]}]
         follow = [t for t in _writes_on(graph, act, service, items=False)
-                  if t != act and not _UNDO.match(graph.specs[t].name)]
+                  if t != act and not _UNDO.search(graph.specs[t].name)]
         if follow:
             stages.append({"tools": follow[:1], "optional": True})
         job = _scenario(f"{service}_{_slug(kind)}_choice", service, info, kind, stages, hubs,
@@ -210,13 +213,13 @@ def _jobs(service: str, registry: Registry, graph: ToolGraph,
             break
     # lifecycle: a record made from stated values, then a write on it
     for spec in specs:
-        if spec.read_only or _UNDO.match(spec.name):
+        if spec.read_only or _UNDO.search(spec.name):
             continue
         lead = _lead(graph, service, spec.qualified_name)
         if lead is False:
             continue
         then = [t for t in _writes_on(graph, spec.qualified_name, service, items=False)
-                if not _UNDO.match(graph.specs[t].name)]
+                if not _UNDO.search(graph.specs[t].name)]
         if not then:
             continue
         kind = noun(spec)
@@ -228,6 +231,23 @@ def _jobs(service: str, registry: Registry, graph: ToolGraph,
             jobs.append(job)
             break
     return jobs
+
+
+def _own_key(path: tuple[str, ...], schema: dict[str, Any], kind: list[str]) -> bool:
+    """Whether a list item's field at ``path`` is the item's own key, the one a write on the
+    item takes: its ``id``, or, for an imported API's resource key (``x-key``), its ``name``
+    or ``arn``, or a ``<resource>_id`` of the resource the list holds (a ``jobId`` in a list
+    of classification jobs; not the ``DirectoryId`` of a list of snapshots)."""
+    if path[:1] != ("*",) or len(path) != 2:
+        return False
+    field = snake(path[1], 80)
+    key = schema.get("x-key")
+    if field == "id":
+        return True
+    if not isinstance(key, str) or key in SCOPE_KEYS:
+        return False
+    return field in ("name", "arn") or (
+        field in (f"{key}_id", f"{key}_name", f"{key}_arn") and key.split("_")[-1] in kind)
 
 
 def _lead(graph: ToolGraph, service: str, tool: str) -> str | None | bool:
@@ -245,8 +265,8 @@ def _lead(graph: ToolGraph, service: str, tool: str) -> str | None | bool:
     return False
 
 
-def _slug(text: str) -> str:
-    return _NAME.sub("_", text.casefold()).strip("_")[:24] or "record"
+def _slug(text: str, limit: int = 24) -> str:
+    return _NAME.sub("_", text.casefold()).strip("_")[:limit].strip("_") or "record"
 
 
 def _goal(info: Any, kind: str, act: ToolSpec, chosen: bool) -> str:
@@ -279,7 +299,7 @@ def _scenario(name: str, service: str, info: Any, kind: str,
                      "content": f"Handled the {kind} in {label} and told the people involved."}}]
     try:
         return Scenario.model_validate({
-            "name": (_slug(name) if re.match(r"^[a-z]", name) else "job_" + _slug(name))[:60],
+            "name": (_slug(name, 60) if re.match(r"^[a-z]", name) else "job_" + _slug(name, 56)),
             "domain": (info.domain or label)[:40] if len(info.domain or label) >= 2 else label,
             "persona": [f"I look after the {plural(kind)} in {label} at {{employer}}.",
                         f"I handle {label} for {{employer}}.",

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import math
 import random
+import uuid
 from functools import lru_cache
 from typing import Any, Callable
 
 from pydantic import BaseModel, TypeAdapter
 
 from compoenv._cache import ViewCache
-from compoenv.schema import Slot, compact_schema, extract, interface_slots, is_valid
+from compoenv.schema import (SCOPE_KEYS, Slot, compact_schema, extract, interface_slots,
+                             is_valid)
 from compoenv.service import Service, ToolSpec
 from compoenv.businesses import KINDS as BUSINESS_KINDS
 from compoenv.magnitudes import draw
@@ -246,6 +248,9 @@ def fresh_value(param: str, schema: dict[str, Any], world: World, rng: random.Ra
         text = _message_about(about, body=interface == "Text" or param == "body", rng=rng)
         if is_valid(text, schema):
             return text
+    if interface is None and schema.get("x-key") in SCOPE_KEYS:
+        scope = _scope(schema["x-key"], schema, rng)
+        return scope if is_valid(scope, schema) else MISSING
     if interface == "OrganizationName" and role in BUSINESS_KINDS:
         return rng.choice(world.businesses_in(role)).name  # a gym is a gym
     if person is not None and interface in _PERSONAL:
@@ -287,6 +292,27 @@ def fresh_value(param: str, schema: dict[str, Any], world: World, rng: random.Ra
         item = fresh_value(param, schema["items"], world, rng, person, service)
         return MISSING if item is MISSING else [item]
     return MISSING
+
+
+_SCOPE_WORDS = ("billing", "web", "data", "analytics", "payments", "platform", "ops", "shared")
+_STAGES = ("prod", "staging", "dev")
+
+
+def _scope(key: str, schema: dict[str, Any], rng: random.Random) -> Any:
+    """The id of one of the user's own scopes in an API (``SCOPE_KEYS``), as such ids look: a
+    subscription's GUID, "rg-billing-prod", a project "web-prod-4821"."""
+    if schema.get("type") == "integer":
+        return rng.randrange(100_000, 1_000_000)
+    word, stage = rng.choice(_SCOPE_WORDS), rng.choice(_STAGES)
+    if key in ("subscription", "tenant"):
+        return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+    if key == "resource_group":
+        return f"rg-{word}-{stage}"
+    if key == "project":
+        return f"{word}-{stage}-{rng.randrange(1000, 10000)}"
+    if key == "account":
+        return str(rng.randrange(10**11, 10**12))
+    return f"{word}-{stage}"
 
 
 def _message_about(about: tuple[str, bool], body: bool, rng: random.Random) -> str:

@@ -16,7 +16,7 @@ from collections import Counter
 from typing import Any, Callable, TypeVar
 from urllib.parse import unquote
 
-from compoenv.importers.infer import field_key, object_hint, tag_field
+from compoenv.importers.infer import envelope_field, field_key, object_hint, tag_field
 from compoenv.importers.nodes import (
     Reads, annotated as _annotated, brief as _brief, kind as _kind,
     list_of as _list, one_ref, parts as _parts, pointer as _pointer, props as _props,
@@ -235,6 +235,43 @@ class Converter:
                                self.resources.items.get(resource))
             if key and isinstance(found[0]["properties"][key], dict):
                 _mark(found[0]["properties"][key], resource)
+
+    def unenvelope(self, returns: dict[str, Any]) -> dict[str, Any]:
+        """A list response as its list when the rest of it is only the list's envelope
+        (``{"value": [...], "nextLink": ...}``, ``{"items": [...], "kind": ..., "total": 3}``):
+        a simulated service answers a whole list at once, so paging links, tokens and counts
+        carry nothing, and the records are what a task picks from, counts or fans out over.
+        A response with any other field of its own is kept whole."""
+        node = self._resolved(returns)
+        props = node.get("properties") if isinstance(node, dict) else None
+        if not isinstance(props, dict) or node.get("additionalProperties"):
+            return returns
+        lists = [k for k, v in props.items() if self._lists_records(v, node)]
+        if len(lists) != 1 or not all(envelope_field(k) for k in props if k != lists[0]):
+            return returns
+        out = dict(self._resolved(props[lists[0]]))
+        about = node.get("description")
+        if isinstance(about, str) and about and not out.get("description"):
+            out["description"] = about
+        return out
+
+    def _resolved(self, node: Any) -> Any:
+        """``node`` with the references to shared definitions it is followed."""
+        for _ in range(8):
+            ref = node.get("$ref") if isinstance(node, dict) else None
+            if not isinstance(ref, str) or not ref.startswith("#/$defs/"):
+                return node
+            node = self.defs.get(ref.removeprefix("#/$defs/"))
+        return node
+
+    def _lists_records(self, node: Any, parent: dict[str, Any]) -> bool:
+        """Whether a converted schema is a list of objects with fields, other than ``parent``
+        (a tree node's list of its children is no envelope)."""
+        node = self._resolved(node)
+        if not isinstance(node, dict) or node.get("type") != "array":
+            return False
+        items = self._resolved(node.get("items"))
+        return isinstance(items, dict) and bool(items.get("properties")) and items != parent
 
     def with_defs(self, spec: dict[str, Any]) -> dict[str, Any]:
         """``spec`` with the shared definitions its tools reach, as ``"$defs"``: those loading

@@ -10,7 +10,7 @@ from typing import Any, Callable
 from compoenv.importers.naming import snake
 from compoenv.roles import infer_role
 
-__all__ = ["infer_interface", "object_hint", "tag_field", "field_key", "is_noise",
+__all__ = ["infer_interface", "object_hint", "tag_field", "field_key", "is_noise", "envelope_field",
            "singular", "person_role"]
 
 _PERSON = set("owner customer person user contact client patient vet employee member author "
@@ -100,6 +100,20 @@ def object_hint(names: list[str], keys: Any = ()) -> str:
         return ""
     role = person_role(names)
     return f"person:{role}" if role else "person"
+
+
+# what a list response's envelope says of the list beside it: how many, whether more follow,
+# what kind of response it is ("kind": "youtube#videoListResponse")
+_ENVELOPE = set("count total total_count total_results total_items total_size result_count "
+                "results_count size has_more more is_truncated truncated marker next_marker "
+                "kind odata_count odata_context odata_type".split())
+
+
+def envelope_field(name: str) -> bool:
+    """Whether a field beside a response's one list is the list's envelope (paging, counts,
+    the response's kind), nothing of a record of its own."""
+    key = snake(name, 200)
+    return key in _ENVELOPE or key in _PAGING or is_noise(name, "response")
 
 
 def is_noise(name: str, place: str = "body", description: str = "",

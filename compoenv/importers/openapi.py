@@ -65,12 +65,30 @@ def _operation(conv: Converter, path: str, method: str, op: dict[str, Any],
     code, kind, raw = conv.success(op, where)
     returns = raw and conv.schema(raw, f"{where}.responses.{code}.content[{kind!r}].schema",
                                   "", hint, inline=True)
+    returns = returns and conv.unenvelope(returns)
     if returns and (resource := resource_of(path, op_id)):
         conv.key_record(returns, resource)
     description = short_text(op.get("summary"), op.get("description"),
                              fallback=f"{method} {path}")
-    return spec_tool(name, description, method in ("get", "head"), entries,
+    return spec_tool(name, description, _reads(method, path, name), entries,
                      returns or {"type": "object"}, conv.warnings)
+
+
+# RPC-style APIs read with POST (AWS's JSON protocol, "/#X-Amz-Target=Svc.ListSkills", a
+# Google "/v1/{parent}:search", a "/jobs/list"): there an operation named for reading reads
+_RPC_PATH = re.compile(r"X-Amz-Target=|:[A-Za-z]\w*$|/(list|search|query|describe|lookup)$")
+_READ_NAME = re.compile(r"^(list|describe|get|search|query|lookup|batch_get|fetch|retrieve)"
+                        r"(_|$)")
+
+
+def _reads(method: str, path: str, name: str) -> bool:
+    """Whether an operation only reads: a GET or HEAD, or an RPC-style POST named for reading
+    (``ListBuilds``, ``DescribeDirectories``, ``BatchGetProjects``)."""
+    if method in ("get", "head"):
+        return True
+    verb = re.search(r":([A-Za-z]\w*)$", path)  # Google's custom method names the action
+    return method == "post" and bool(_RPC_PATH.search(path)) and bool(
+        _READ_NAME.match(snake(verb.group(1)) if verb else name))
 
 
 def _list(value: Any) -> list[Any]:

@@ -39,9 +39,9 @@ from typing import Any, Iterable
 import jsonschema
 from pydantic import TypeAdapter
 
-from compoenv.interfaces import ENTITY_MODELS, SEMANTIC_TYPES
+from compoenv.interfaces import ENTITY_MODELS, SEMANTIC_TYPES, declare_statable
 from compoenv.schema import (
-    Slot, compact_schema, inline_refs, interface_slots, key_slots, ref_names)
+    Slot, compact_schema, inline_refs, interface_slots, key_slots, ref_names, scope_interfaces)
 from compoenv.schema_check import compile_check
 from compoenv.service import Service, ToolSpec, check_qualified
 from compoenv.signature import ToolSignature
@@ -231,6 +231,7 @@ def _slots(spec: dict[str, Any], parameters: dict[str, Any],
     """The interface-tagged places of a tool's compact schemas (resource ids keyed by the
     spec's api, its name by default)."""
     name, api = spec["name"], spec.get("api")
+    declare_statable(scope_interfaces(parameters, name, api))
     return {"inputs": tuple(s for s in interface_slots(parameters)
                             + key_slots(parameters, name, api=api) if s.path),
             "outputs": tuple(interface_slots(returns) + key_slots(returns, name, api=api))}
