@@ -175,10 +175,12 @@ def record_arguments(spec: ToolSpec, service: Service, rng: random.Random,
     Values taken together from one record (a flight's origin, destination and date) make a
     request that finds something; a Date parameter may take the day of a DateTime field.
     """
-    records = _records(service)
+    required = [s for s in spec.inputs if s.required and len(s.path) == 1]
+    # only records of a kind that holds every value asked for (a pet's name, not a visit's)
+    need = frozenset(s.interface for s in required)
+    records = [r for r in _records(service) if _holds(type(r), need)]
     if not records:
         return None
-    required = [s for s in spec.inputs if s.required and len(s.path) == 1]
     # a day a user asks about lies ahead ("my events on ..." to clear, a flight to book),
     # unless the slot looks back (spending since, a pay date): a past record is a last resort
     ahead = [s.path[0] for s in required if s.interface in ("Date", "DateTime")
@@ -208,6 +210,13 @@ def record_arguments(spec: ToolSpec, service: Service, rng: random.Random,
                 return args
             fallback = fallback or args
     return fallback
+
+
+@lru_cache(maxsize=4096)
+def _holds(model: type[BaseModel], interfaces: frozenset[str]) -> bool:
+    """Whether records of ``model`` have a field of each interface (a Date from a DateTime)."""
+    have = {s.interface for s in _entity_slots(model)}
+    return all(i in have or (i == "Date" and "DateTime" in have) for i in interfaces)
 
 
 _LOOKS_BACK = frozenset({"since", "period", "created", "posted", "updated", "issue_date",
