@@ -157,6 +157,9 @@ class Registry:
         pending: set[str] = set()
         for info in library.services:
             name = info.name
+            if self._already(name, library.root, info):
+                own.setdefault(info.name, name)
+                continue  # a class of this very file, added when @register ran on its import
             if name in self._infos or name in pending:
                 name = self._free_name(info, library, pending)
                 self.renamed[name] = Renamed(name, info.name, str(library.root / str(info.file)))
@@ -168,6 +171,18 @@ class Registry:
             self._infos[name] = info.renamed(name, tuple(own.get(r, r) for r in info.related))
         self._recipe = None  # no longer what its sources give
         return library
+
+    def _already(self, name: str, root: Path, info: ServiceInfo) -> bool:
+        """Whether the registry holds ``name`` as the class a library's module defines (the
+        module was imported, and its ``@register`` ran, before the library was added)."""
+        cls = self._classes.get(name)
+        if cls is None or info.file is None or not str(info.file).endswith(".py"):
+            return False
+        try:
+            source = inspect.getsourcefile(cls)
+        except TypeError:
+            return False
+        return source is not None and Path(source).resolve() == (root / str(info.file)).resolve()
 
     def _free_name(self, info: ServiceInfo, library: Library, pending: set[str]) -> str:
         """``<library>.<name>``, else ``<library>_2.<name>``, ..., cut short where a tool's

@@ -291,6 +291,31 @@ def test_a_class_clashing_with_a_library_service_is_an_error(lib: Path) -> None:
         registry.add(clash)
 
 
+def test_a_registered_module_of_a_library_is_one_service_whichever_loads_first(
+        tmp_path: Path, monkeypatch) -> None:
+    """A module written as the README shows (``@register``) and loaded with ``--library``: the
+    class ``@register`` added when the module was imported and the library's own entry are one
+    service, under its own name, never also ``<library>.<name>`` beside itself."""
+    monkeypatch.setattr(registry_module, "_USER", dict(registry_module._USER))
+    root = make_library(tmp_path / "kennel_lib", {}, {"kennel.py": (
+        "from compoenv import Service, State, tool\n"
+        "from compoenv.registry import register\n\n\n"
+        "@register\nclass Kennel(Service):\n"
+        "    \"\"\"Boarding for pets.\"\"\"\n\n"
+        "    name = \"kennel_board\"\n    domain = \"pets\"\n\n"
+        "    class State(State):\n        nights: int = 0\n\n"
+        "    def seed(self, world):\n        return self.State()\n\n"
+        "    @tool(read_only=True)\n    def nights(self) -> int:\n"
+        "        \"\"\"Nights booked.\"\"\"\n        return self.state.nights\n")})
+    first = Registry.default([root])  # the library first: its module imported as it is built
+    first.get("kennel_board")
+    assert "kennel_board" in registry_module._USER
+    registry_module._DEFAULT.clear()
+    again = Registry.default([root])  # now @register has run: the class comes first
+    names = [n for n in again.names() if "kennel" in n]
+    assert names == ["kennel_board"] and again.get("kennel_board") is first.get("kennel_board")
+
+
 # -- default registry, COMPOENV_LIBRARY, pickling ---------------------------------------------
 def test_compoenv_library_adds_libraries_to_the_default_registry(lib: Path, tmp_path: Path,
                                                                   monkeypatch) -> None:
