@@ -240,3 +240,17 @@ def test_an_imported_list_job_acts_on_the_item_itself(tmp_path) -> None:
         "classifier__update_job"]
     tools = {t for j in jobs for s in j.stages for t in s.tools}
     assert "classifier__jobs_delete" not in tools and "classifier__create_snapshot" not in tools
+
+
+def test_a_stated_text_of_a_write_is_one_the_records_hold() -> None:
+    """A free text a write needs that is no message (a visit's reason, a kennel's name) is one
+    the service's records hold in a field of that name, not a line of a letter."""
+    import random
+
+    from compoenv.compose.values import MISSING, field_value
+
+    registry = _registry()
+    service = registry.get("kennels")(World.get(0))
+    names = {k.name for k in service.state.kennels.values()}
+    assert {field_value(service, "name", random.Random(i)) for i in range(20)} <= names
+    assert field_value(service, "no_such_field", random.Random(1)) is MISSING

@@ -10,7 +10,7 @@ from typing import Any, Callable, Mapping
 from compoenv.compose.identity import call_problem, person_group, person_of
 from compoenv.compose.records import Binding, Step, Value
 from compoenv.compose.render import noun
-from compoenv.compose.values import MISSING, fresh_value, record_value
+from compoenv.compose.values import MISSING, field_value, fresh_value, record_value
 from compoenv.graph import WORDS, Edge, ToolGraph
 from compoenv.interfaces import STATABLE
 from compoenv.magnitudes import plausible
@@ -101,6 +101,10 @@ def failure(result: Mapping[str, Any]) -> str:
             else "found_nothing" if result.get("data") in (None, [], {}, "") else "wrong_size")
 
 
+# the fields of a message: their text is a letter's, whatever the records hold
+_MESSAGE_FIELDS = frozenset({"body", "message", "content", "text", "subject"})
+
+
 def bind(spec: ToolSpec, edge: Edge, value: Value, available: list[Value],
          session: Session, rng: random.Random, source: ToolSpec | None = None,
          ) -> list[Binding] | None:
@@ -171,6 +175,10 @@ def bind(spec: ToolSpec, edge: Edge, value: Value, available: list[Value],
         stated = MISSING  # an id the user holds (an account number) comes from their records
         if slot.interface.endswith("Id"):
             stated = record_value(session.service(spec.service), slot.interface, rng)
+        elif slot.interface == "Text" and about is None and param not in _MESSAGE_FIELDS:
+            # a booking's reason is one the service's records give reasons ("vaccination"),
+            # not a line of a letter
+            stated = field_value(session.service(spec.service), param, rng)
         if stated is MISSING:
             person = want if group is not None else carried
             if group is not None and person is None:

@@ -18,7 +18,8 @@ from compoenv.businesses import KINDS as BUSINESS_KINDS
 from compoenv.magnitudes import draw
 from compoenv.world import Person, World
 
-__all__ = ["MISSING", "record_arguments", "record_value", "fresh_value", "fresh_arguments",
+__all__ = ["MISSING", "record_arguments", "record_value", "field_value", "fresh_value",
+           "fresh_arguments",
            "can_state"]
 
 MISSING: Any = object()
@@ -232,6 +233,14 @@ def record_value(service: Service, interface: str, rng: random.Random) -> Any:
             if slot.interface == interface:
                 data = data if data is not None else record.model_dump(mode="json")
                 values.extend(v for v in extract(data, slot.path) if v not in (None, ""))
+    return rng.choice(values) if values else MISSING
+
+
+def field_value(service: Service, field: str, rng: random.Random) -> Any:
+    """A text the service's records hold in a field named ``field`` (a new visit's reason
+    among its visits' reasons: "vaccination"), or MISSING when none has one."""
+    values = sorted({v for record in _records(service)
+                     if isinstance(v := getattr(record, field, None), str) and 0 < len(v) <= 120})
     return rng.choice(values) if values else MISSING
 
 
