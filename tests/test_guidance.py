@@ -83,6 +83,32 @@ def test_default_tasks_are_goal_level_and_dictate_no_read() -> None:
                        for c in task.rubric)
 
 
+def test_a_message_naming_the_chosen_thing_by_its_last_word_must_name_it() -> None:
+    """ "a cook sheet about the batch cook, naming the recipe": the job chose a *cookbook
+    recipe*; said by its last word it is still the thing the message must name, checked."""
+    composer = Composer(config=ComposerConfig(scenarios=("saved_recipe_batch_cook",)))
+    task = next(t for seed in range(12) if (t := _or_none(composer, seed)) is not None)
+    assert "naming the recipe" in task.instruction
+    named = {c.name: c.mentions for c in task.rubric
+             if isinstance(c, CallCriterion) and c.mentions}
+    assert set(named) == {"docs_editor__create_document", "email__send_email"}
+    recipe = next(iter(named.values()))
+    assert len(recipe) == 1 and all(m == recipe for m in named.values())
+    assert all(recipe[0] in json.dumps(c.arguments) for c in task.solution
+               if c.name in named)
+    assert not any("with ," in c.description or c.description.endswith("with ")
+                   for c in task.rubric)  # a call told by its facts alone says so cleanly
+
+
+def _or_none(composer: Composer, seed: int) -> Task | None:
+    from compoenv.compose.walk import Rejected
+
+    try:
+        return composer.compose(seed)
+    except Rejected:
+        return None
+
+
 def test_the_same_seed_is_the_same_job_at_every_level() -> None:
     goal, steps, hints = _tasks("goal"), _tasks("steps"), _tasks("hints")
     for g, s, h in zip(goal, steps, hints):

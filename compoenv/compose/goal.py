@@ -84,13 +84,16 @@ def facts_about(walk: Walk, about: str, before: int) -> list[tuple[str, str]]:
     """(kind, name) of each item the job chose before step ``before`` that ``about`` names."""
     about = about.casefold()
     out: list[tuple[str, str]] = []
-    for list_step, (_, item) in sorted(walk.choices.items()):
-        if list_step >= before:
-            continue
-        kind = noun(walk.steps[list_step].spec)
+    chosen = [(noun(walk.steps[step].spec), step, item)
+              for step, (_, item) in sorted(walk.choices.items()) if step < before]
+    heads = [kind.casefold().rsplit(" ", 1)[-1] for kind, _, _ in chosen]
+    for (kind, list_step, item), head in zip(chosen, heads):
         name = name_of(walk, list_step, item)
-        if name is not None and re.search(r"\b%s\b" % re.escape(kind.casefold()), about) \
-                and kind not in (k for k, _ in out):
+        # the thing by its kind ("the cookbook recipe"), or by its last word when no other
+        # thing the job chose shares it ("naming the recipe")
+        said = re.search(r"\b%s\b" % re.escape(kind.casefold()), about) or (
+            heads.count(head) == 1 and re.search(r"\b%s\b" % re.escape(head), about))
+        if name is not None and said and kind not in (k for k, _ in out):
             out.append((kind, name))
     return out
 

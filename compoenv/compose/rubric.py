@@ -233,11 +233,12 @@ def _uncovered(walk: Walk, criteria: list[Criterion],
             left = {p: v for p, v in step.arguments.items() if p not in own}
         if not left and not facts:
             continue
-        naming = f", naming {', '.join(facts)}" if facts else ""
+        said = [f"with {_summary(left)}"] if left else []
+        said += [f"naming {', '.join(facts)}"] if facts else []
         out.append(CallCriterion(
             id="", name=step.spec.qualified_name, arguments=left, required=True, distinct=True,
             mentions=facts,
-            description=f"Called {step.spec.qualified_name} with {_summary(left)}{naming}"))
+            description=f"Called {step.spec.qualified_name} {', '.join(said)}"))
     return out
 
 
