@@ -100,6 +100,15 @@ def test_a_message_naming_the_chosen_thing_by_its_last_word_must_name_it() -> No
                    for c in task.rubric)  # a call told by its facts alone says so cleanly
 
 
+def test_what_the_author_says_a_message_names_is_not_said_again() -> None:
+    """The stage's own "about reviewing the document, naming the document" is said once."""
+    composer = Composer(config=ComposerConfig(scenarios=("stale_document_review",)))
+    task = next(t for seed in range(12) if (t := _or_none(composer, seed)) is not None)
+    assert "naming the document" in task.instruction
+    assert not re.search(r"naming the (\w+), naming the \1", task.instruction)
+    assert any(isinstance(c, CallCriterion) and c.mentions for c in task.rubric)
+
+
 def _or_none(composer: Composer, seed: int) -> Task | None:
     from compoenv.compose.walk import Rejected
 

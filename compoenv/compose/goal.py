@@ -208,7 +208,12 @@ def _want(walk: Walk, index: int, free: dict[int, frozenset[str]],
                      None)
         about = f'"{topic}"' if topic else "the job"
     text += f" about {about}"
-    facts = message_facts(walk, index)
+    # what the author's own words already say it names ("..., naming the document") is not
+    # said twice
+    named_by_author = about.casefold().partition("naming ")[2]
+    facts = [(kind, name) for kind, name in message_facts(walk, index)
+             if not re.search(r"\b%s\b" % re.escape(kind.casefold().rsplit(" ", 1)[-1]),
+                              named_by_author)]
     if facts:
         text += ", naming " + _and([f"the {kind}" for kind, _ in facts])
     return text
