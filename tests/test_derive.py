@@ -211,7 +211,8 @@ def _imported_jobs_api(tmp_path):
                     "jobs": {"type": "array", "items": {"$ref": "#/components/schemas/Job"}},
                     "nextToken": {"type": "string"}}}}}}}}},
         "/projects/{projectId}/jobs/{jobId}": {
-            "patch": {"operationId": "UpdateJob", "parameters": [path, {
+            "patch": {"operationId": "UpdateJob", "summary": "Updates a classification job. "
+                      "Returns NOT_FOUND if the job does not exist.", "parameters": [path, {
                 "name": "jobId", "in": "path", "required": True, "schema": {"type": "string"}}],
                 "responses": ok},
             "delete": {"operationId": "Jobs_Delete", "parameters": [path, {
@@ -240,6 +241,11 @@ def test_an_imported_list_job_acts_on_the_item_itself(tmp_path) -> None:
         "classifier__update_job"]
     tools = {t for j in jobs for s in j.stages for t in s.tools}
     assert "classifier__jobs_delete" not in tools and "classifier__create_snapshot" not in tools
+    # said in the API's words, as a request: the thing by its resource, the write's summary's
+    # first sentence in the imperative
+    assert choice.name == "classifier_job_choice"
+    goal = " ".join(choice.goal)
+    assert "update a classification job" in goal and "NOT_FOUND" not in goal
 
 
 def test_a_stated_text_of_a_write_is_one_the_records_hold() -> None:

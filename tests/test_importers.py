@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from compoenv.cli.importing import import_
+from compoenv.compose.render import noun
 from compoenv.compose import Composer, ComposerConfig
 from compoenv.registry import Registry
 from compoenv.schema import inline_refs
@@ -203,6 +204,8 @@ def test_a_list_in_a_paging_envelope_is_imported_as_its_list(envelope):
         "id", "name", "createdAt"}
     loaded = service_from_spec(spec, SimulatedService).tool_specs()["vaults_list"]
     assert any(s.path == ("*", "createdAt") for s in loaded.outputs)  # items a pick orders
+    # what the result is called comes from the resource, not the operation's name
+    assert returns["x-noun"] == "vault" and noun(loaded) == "vault"
 
 
 @pytest.mark.parametrize("envelope", [

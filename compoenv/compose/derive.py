@@ -31,6 +31,7 @@ from compoenv.graph import ToolGraph
 from compoenv.registry import Registry, RegistryError
 from compoenv.scenarios import Scenario, ScenarioError
 from compoenv.importers.naming import snake
+from compoenv.importers.tools import imperative
 from compoenv.schema import SCOPE_KEYS, names_record
 from compoenv.service import ToolSpec
 
@@ -40,6 +41,10 @@ __all__ = ["derive_jobs", "derived", "job_weights", "acting_services", "service_
 NOTIFY = "email__send_email"
 RECORD = "docs_editor__create_document"
 _NAME = re.compile(r"[^a-z0-9_]+")
+# what a derived job is about must be a thing's name in words ("vet visit", "attestor"), not
+# a number or an operation's verbs ("projects 4", "create or update": an unnamed result)
+_KIND = re.compile(r"(?!.*\b(create|update|get|list|delete|patch|put|post|begin|allocate|"
+                   r"set|or|by)\b)[a-z][a-z' -]*[a-z]")
 # a job that takes back what it found or made is no job a person asks for by default
 # (the verb leads a built-in tool's name, and may trail an imported one's: "accounts_delete")
 _UNDO = re.compile(r"(^|_)(cancel|delete|remove|close|withdraw|void|revoke|unpublish|decline|"
@@ -187,6 +192,8 @@ def _jobs(service: str, registry: Registry, graph: ToolGraph,
         if not (spec.read_only and returns_list(spec)):
             continue
         kind = noun(spec)
+        if not _KIND.fullmatch(kind):
+            continue  # "projects 4", a numbered operation's name: no thing a person names
         if not any(plain(s, o, kind, spec.returns) for s in orderable(spec)
                    for o in ("min", "max")):
             continue
@@ -223,6 +230,8 @@ def _jobs(service: str, registry: Registry, graph: ToolGraph,
         if not then:
             continue
         kind = noun(spec)
+        if not _KIND.fullmatch(kind):
+            continue
         stages = [*([{"tools": [lead]}] if lead else []),
                   {"tools": [spec.qualified_name]}, {"tools": then[:1]}]
         job = _scenario(f"{service}_{_slug(kind)}_lifecycle", service, info, kind, stages,
@@ -272,7 +281,10 @@ def _slug(text: str, limit: int = 24) -> str:
 def _goal(info: Any, kind: str, act: ToolSpec, chosen: bool) -> str:
     """The goal in the service's own words: what the job does there (its write's
     description), for the right record or a new one."""
-    what = act.description.rstrip(".").strip()
+    # its first sentence, as a request: what it does, not its errors ("Updates an attestor.
+    # Returns NOT_FOUND if ..." -> "update an attestor")
+    what = imperative(act.description) or re.split(
+        r"(?<=[a-z0-9)])\.\s", act.description.strip(), maxsplit=1)[0].rstrip(".").strip()
     what = what[:1].lower() + what[1:]
     which = f"the right {kind}" if chosen else f"a new {kind}"
     text = f"In {service_label(info)}, I need {which} taken care of: {what}."

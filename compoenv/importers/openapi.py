@@ -68,6 +68,9 @@ def _operation(conv: Converter, path: str, method: str, op: dict[str, Any],
     returns = returns and conv.unenvelope(returns)
     if returns and (resource := resource_of(path, op_id)):
         conv.key_record(returns, resource)
+        if re.fullmatch(r"[a-z]+(_[a-z]+)*", resource) and not _NOT_NOUNS & set(
+                resource.split("_")):  # what its result is called: "the attestor's name"
+            returns = {**returns, "x-noun": resource.replace("_", " ")}
     description = short_text(op.get("summary"), op.get("description"),
                              fallback=f"{method} {path}")
     return spec_tool(name, description, _reads(method, path, name), entries,
@@ -89,6 +92,11 @@ def _reads(method: str, path: str, name: str) -> bool:
     verb = re.search(r":([A-Za-z]\w*)$", path)  # Google's custom method names the action
     return method == "post" and bool(_RPC_PATH.search(path)) and bool(
         _READ_NAME.match(snake(verb.group(1)) if verb else name))
+
+
+# words a resource read off a path or an operation may be that name no thing
+_NOT_NOUNS = frozenset({"other", "default", "all", "info", "details", "data", "result",
+                        "response", "list", "item", "items", "action", "operation"})
 
 
 def _list(value: Any) -> list[Any]:

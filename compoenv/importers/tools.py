@@ -8,7 +8,7 @@ from typing import Any
 
 from compoenv.importers.naming import snake, unique
 
-__all__ = ["spec_tool"]
+__all__ = ["spec_tool", "imperative"]
 
 
 def spec_tool(name: str, description: str, read_only: bool,
@@ -52,6 +52,12 @@ _VERBS = {"get", "list", "create", "update", "delete", "add", "remove", "search"
 _THIRD = {"returns": "get", "gets": "get", "retrieves": "retrieve", "lists": "list",
           "fetches": "fetch", "searches": "search", "sends": "send", "shows": "show"}
 _SUMMARY = re.compile(r"^[A-Za-z][A-Za-z0-9 '\-]*$")
+
+
+def imperative(description: str) -> str | None:
+    """A description's first sentence as a request ("Updates an attestor. Returns NOT_FOUND
+    ..." -> "update an attestor"), when it is a short imperative or third-person one."""
+    return _summary_verb(description, keyed=False)
 
 
 def _summary_verb(description: str, keyed: bool) -> str | None:
