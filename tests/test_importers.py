@@ -282,6 +282,14 @@ def test_the_scopes_a_user_works_in_are_statable_and_stated_as_such_ids_look(tmp
     group = fresh_value("resource_group_name", props["resource_group_name"], world, rng)
     assert re.fullmatch(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", subscription)
     assert re.fullmatch(r"rg-[a-z]+-(prod|staging|dev)", group)
+    # the simulated vaults of that group are named as a user names their resources
+    from compoenv.session import Session
+
+    session = Session.for_names(["vaults"], world, registry)
+    found = session.call(listing, {"subscription_id": subscription,
+                                   "resource_group_name": group})
+    assert found["success"] and found["data"]
+    assert all(re.fullmatch(r"vault-[a-z]+-\d+", v["name"]) for v in found["data"])
 
 
 def _mcp(tools_list: Any, origin: str) -> dict[str, Any]:

@@ -488,6 +488,11 @@ class _Maker:
         """A string that reads like one, within the schema's length bounds: an id for ids,
         someone's name for an author, else a short phrase from the tables (``_phrases``)."""
         made = _code(name, self.noun, schema, self.rng, person)
+        key = schema.get("x-key")
+        if made is None and isinstance(key, str) and (name.split("_") or [""])[-1] in _NAMING:
+            # an API's resource named by its user, as such names read: "attestor-billing-3"
+            made = (f"{key.replace('_', '-')}-{self.rng.choice(_RESOURCE_WORDS)}-"
+                    f"{self.rng.randint(1, 99)}")
         if made is None:
             words = name.split("_") if name else []
             if words and words[-1] in _PEOPLE_WORDS:  # a name without the interface
@@ -708,6 +713,9 @@ for _alias, _same in (("social_media_text", "post"), ("social_media_content", "p
                       ("medications", "medication"), ("substitute", "medication")):
     _TABLES[_alias] = _TABLES[_same]
 _NAMING = frozenset({"name", "title", "label", "headline"})  # names what the record is about
+# what the user's resources in an API are for, in their names ("vault-payments-2")
+_RESOURCE_WORDS = ("billing", "web", "data", "analytics", "payments", "platform", "ops",
+                   "shared", "prod", "staging")
 _GENERIC = _NAMING | frozenset({"text", "description", "summary", "note", "notes", "top",
                                 "common", "typical", "special", "translated"})
 _PEOPLE_WORDS = frozenset({"author", "agent"})  # plain strings that are someone's name
