@@ -48,7 +48,7 @@ __all__ = ["INDEX_NAME", "Library", "LibraryError", "ServiceInfo", "open_library
 INDEX_NAME = "index.json"
 TRUST_ENV = "COMPOENV_TRUST_CODE"
 PROVENANCE_SUFFIX = ".provenance.json"  # compoenv synthesize's record beside its module
-FORMAT = 3  # 2: display names, declared jobs and statable interfaces; 3: scope keys statable
+FORMAT = 4  # 2: display names, declared jobs and statable interfaces; 3, 4: scope keys statable
 _Files = dict[str, tuple[int, int]]  # relative path -> (size, modification time in ns)
 
 

@@ -221,11 +221,11 @@ def _described_id(key: str, node: dict[str, Any]) -> str | None:
 
 
 # resources that hold a user's own work in an API rather than being a thing of it: the
-# subscription, resource group, project or workspace an operation runs in. Their keys are
-# ones the user knows and states ("our subscription ..., resource group rg-billing-prod"), so
-# a task may start from them
-SCOPE_KEYS = frozenset({"subscription", "resource_group", "project", "workspace", "tenant",
-                        "organization", "account"})
+# subscription, resource group, project or tenant an operation runs in. Their keys are ones
+# the user knows and states ("our subscription ..., resource group rg-billing-prod"), so a
+# task may start from them. (An "account" or a "workspace" is as often a thing an API makes,
+# a Cognitive Services account, a Machine Learning workspace: not one of them.)
+SCOPE_KEYS = frozenset({"subscription", "resource_group", "project", "tenant", "organization"})
 
 
 def scope_interfaces(parameters: dict[str, Any], owner: str,
@@ -268,12 +268,13 @@ def extract(value: Any, path: tuple[str, ...]) -> list[Any]:
 
 def free_text(schema: dict[str, Any]) -> bool:
     """Whether a parameter takes wording its caller chooses (a subject, a body, a note):
-    a plain string of no interface but text, no enum, pattern or format."""
+    a plain string of no interface but text, no enum, pattern, format or resource key."""
     if "anyOf" in schema:
         schema = next((b for b in schema["anyOf"] if b.get("type") != "null"), schema)
     return (schema.get("type") == "string" and "enum" not in schema
             and schema.get("x-interface") in (None, "Text", "EmailSubject")
-            and "pattern" not in schema and "format" not in schema)
+            and "pattern" not in schema and "format" not in schema
+            and "x-key" not in schema)  # an imported API's resource key names a record
 
 
 _RECORD_NUMBERS = frozenset({"FlightNumber", "BookingReference", "TrackingNumber"})

@@ -21,6 +21,9 @@ def phrase(summary: str, required: bool = False, name: str = "op_name") -> str |
     ("getUser", "op name"),                                       # no sentence: the name
     ("This endpoint is deprecated, use another", "op name"),      # no request: the name
     ("Some words that run on far too long to be a request at all", "op name"),
+    # the first clause of the first sentence; errors and copies are not the request
+    ("Creates an attestor, and returns a copy of the new attestor. Returns NOT_FOUND if the "
+     "project does not exist.", "create an attestor"),
 ])
 def test_a_short_imperative_summary_is_the_request(summary: str, expected: str) -> None:
     assert phrase(summary) == expected
@@ -31,3 +34,6 @@ def test_a_keyed_request_names_its_value_after_the_summary_not_inside_it() -> No
         "find the owner for {email}"
     assert phrase("Retrieve a GitHub repository by ID", True) == \
         "retrieve a GitHub repository for {email}"
+    # what the split leaves hanging goes: "Creates a repo in the given project"
+    assert phrase("Creates a repo in the given project with the given name.", True) == \
+        "create a repo for {email}"

@@ -282,6 +282,11 @@ def test_the_scopes_a_user_works_in_are_statable_and_stated_as_such_ids_look(tmp
     group = fresh_value("resource_group_name", props["resource_group_name"], world, rng)
     assert re.fullmatch(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", subscription)
     assert re.fullmatch(r"rg-[a-z]+-(prod|staging|dev)", group)
+    # one task's user works in one subscription and one group, wherever the request says it
+    assert fresh_value("subscription_id", props["subscription_id"], world,
+                       random.Random(9)) == subscription
+    assert fresh_value("resource_group_name", props["resource_group_name"], world,
+                       random.Random(9)) == group
     # the simulated vaults of that group are named as a user names their resources
     from compoenv.session import Session
 

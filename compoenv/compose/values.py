@@ -267,7 +267,9 @@ def fresh_value(param: str, schema: dict[str, Any], world: World, rng: random.Ra
         if is_valid(text, schema):
             return text
     if interface is None and schema.get("x-key") in SCOPE_KEYS:
-        scope = _scope(schema["x-key"], schema, rng)
+        # the user works in one subscription, one resource group: the same one wherever a
+        # request states it (drawn from the World's own stream, not the call's)
+        scope = _scope(schema["x-key"], schema, world.rng(f"scope/{schema['x-key']}"))
         return scope if is_valid(scope, schema) else MISSING
     if interface == "OrganizationName" and role in BUSINESS_KINDS:
         return rng.choice(world.businesses_in(role)).name  # a gym is a gym
@@ -318,7 +320,8 @@ _STAGES = ("prod", "staging", "dev")
 
 def _scope(key: str, schema: dict[str, Any], rng: random.Random) -> Any:
     """The id of one of the user's own scopes in an API (``SCOPE_KEYS``), as such ids look: a
-    subscription's GUID, "rg-billing-prod", a project "web-prod-4821"."""
+    subscription's GUID, "rg-billing-prod", a project "web-prod-4821", an organization
+    "data-prod"."""
     if schema.get("type") == "integer":
         return rng.randrange(100_000, 1_000_000)
     word, stage = rng.choice(_SCOPE_WORDS), rng.choice(_STAGES)
@@ -328,8 +331,6 @@ def _scope(key: str, schema: dict[str, Any], rng: random.Random) -> Any:
         return f"rg-{word}-{stage}"
     if key == "project":
         return f"{word}-{stage}-{rng.randrange(1000, 10000)}"
-    if key == "account":
-        return str(rng.randrange(10**11, 10**12))
     return f"{word}-{stage}"
 
 

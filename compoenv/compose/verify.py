@@ -154,7 +154,10 @@ def verify_alternative(walk: Walk, task: Task, registry: Registry | None = None)
         if index >= 0:
             run.append(index)
     reads = [i for i in order if walk.steps[i].spec.read_only]
-    plan = reads[:1] + plan + reads[-1:]
+    # the first read is repeated first only if it needs nothing found before it (a re-check
+    # of what the job made cannot run before it is made)
+    first = [i for i in reads[:1] if all(b.source is None for b in walk.steps[i].bindings)]
+    plan = first + plan + reads[-1:]
     session = _session(task, registry)
     results: dict[int, Any] = {}
     for index in plan:

@@ -66,10 +66,14 @@ def _summary_verb(description: str, keyed: bool) -> str | None:
     None when it is not (then the operation's name is used). A ``keyed`` request names its
     required values after it ("for {email}"), so the summary's own "by ID" or "registered
     with an email address" goes."""
-    first = description.split(". ")[0].strip().rstrip(".")
+    # its first sentence's first clause ("Creates an attestor, and returns a copy of it")
+    first = description.split(". ")[0].split(", ")[0].strip().rstrip(".")
     if keyed:
         first = re.split(r" (?:by|for|with|using|given|via|matching) ", first)[0]
         first = re.sub(r" \w+ed$", "", first)  # "the owner registered" -> "the owner"
+        # "Creates a repo in the given project": no "in the" left hanging
+        first = re.sub(r"(?: (?:in|on|at|of|to|from|into|under|within))?(?: (?:the|a|an))?$",
+                       "", first)
     words = first.split()
     if not 2 <= len(words) <= 9 or not _SUMMARY.match(first):
         return None
