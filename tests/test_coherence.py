@@ -155,16 +155,24 @@ def test_a_write_that_changes_a_record_needs_more_than_which_record():
     from compoenv.schema import Slot
     from compoenv.service import ToolSpec
 
-    def spec(name: str, read_only: bool = False) -> ToolSpec:
+    def spec(name: str, read_only: bool = False, description: str = "d") -> ToolSpec:
         params = {"type": "object", "required": ["playlist_id"], "properties": {
             "playlist_id": {"type": "string"}, "title": {"type": "string"}}}
-        return ToolSpec(service="music", name=name, description="d", read_only=read_only,
-                        simulated=True, parameters=params, returns={"type": "object"},
+        return ToolSpec(service="music", name=name, description=description,
+                        read_only=read_only, simulated=True, parameters=params,
+                        returns={"type": "object"},
                         inputs=(Slot("MusicPlaylistId", ("playlist_id",)),))
     world = World.get(0)
     assert call_problem(spec("update_playlist"), {"playlist_id": "p1"}, world) == "empty_update"
     assert call_problem(spec("update_playlist"), {"playlist_id": "p1", "title": "Runs"},
                         world) is None
     assert call_problem(spec("delete_playlist"), {"playlist_id": "p1"}, world) is None
+    # an imported operation's verb may trail its name, or only its description may say it
+    assert call_problem(spec("music_playlists_patch"), {"playlist_id": "p1"},
+                        world) == "empty_update"
+    assert call_problem(spec("music_playlists_2", description="Updates a playlist."),
+                        {"playlist_id": "p1"}, world) == "empty_update"
+    assert call_problem(spec("music_playlists_3", description="Deletes a playlist."),
+                        {"playlist_id": "p1"}, world) is None
     assert call_problem(spec("get_playlist", read_only=True), {"playlist_id": "p1"},
                         world) is None

@@ -87,12 +87,20 @@ def call_problem(spec: ToolSpec, arguments: Mapping[str, Any], world: World) -> 
     return None
 
 
-_CHANGE = re.compile(r"^(update|patch|modify|edit|change|replace|put|set)(_|$)")
+# (the verb leads a built-in tool's name, and may trail an imported one's: "repos_patch")
+_CHANGE = re.compile(r"(^|_)(update|patch|modify|edit|change|replace|put|set)(_|\d|$)")
+
+
+# or its description says so, when an imported operation's name is only numbered
+# ("binaryauthorization_projects_2": "Updates an attestor.")
+_CHANGE_SAID = re.compile(r"^(update|patch|modif|edit|change|replace|set)(s|ies|y)?\b", re.I)
 
 
 def _changes(spec: ToolSpec) -> bool:
-    """A write named for changing a record it is given (``update_playlist``, ``patch_user``)."""
-    return not spec.read_only and bool(_CHANGE.match(spec.name))
+    """A write named or described for changing a record it is given (``update_playlist``,
+    ``patch_user``, an imported ``sourcerepo_projects_repos_patch``)."""
+    return not spec.read_only and bool(_CHANGE.search(spec.name)
+                                       or _CHANGE_SAID.match(spec.description))
 
 
 def _is_key(spec: ToolSpec, param: str) -> bool:
