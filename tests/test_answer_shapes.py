@@ -12,6 +12,7 @@ of the answer's kind in any of those shapes, or run-on text without structure) m
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -164,6 +165,9 @@ def _spray_values(kind: str, value: str, n: int, draw) -> list[str]:
         day = dt.date.fromisoformat(value[:10])
         return [formatted((day + dt.timedelta(days=i)).isoformat(), "date", draw)
                 for i in range(1, n + 1)]
+    if any(ch.isdigit() for ch in value):  # a phone, a code: others of its shape
+        return [re.sub(r"\d", lambda m, i=i: str((int(m.group()) + i) % 10), value)
+                for i in range(1, n + 1) if i % 10]  # never the value itself again
     return [draw(st.sampled_from(WORDS)) + " " + str(i) for i in range(n)]
 
 
