@@ -24,7 +24,7 @@ from typing import Any, Iterable
 from pydantic import ValidationError
 
 from compoenv.compose.choices import orderable, plain
-from compoenv.compose.labels import plural, service_label
+from compoenv.compose.labels import named_for, plural, service_label
 from compoenv.compose.motifs import returns_list
 from compoenv.compose.render import noun
 from compoenv.graph import ToolGraph
@@ -46,10 +46,10 @@ _NAME = re.compile(r"[^a-z0-9_]+")
 _KIND = re.compile(r"(?!.*\b(create|update|get|list|delete|patch|put|post|begin|allocate|"
                    r"set|or|by)\b)[a-z][a-z' -]*[a-z]")
 # a job that takes back what it found or made is no job a person asks for by default
-# (the verb leads a built-in tool's name, and may trail an imported one's: "accounts_delete")
-_UNDO = re.compile(r"(^|_)(cancel|delete|remove|close|withdraw|void|revoke|unpublish|decline|"
-                   r"reject|deactivate|unfollow|unsubscribe|archive|disable|suspend|stop|"
-                   r"purge|destroy|terminate|detach|disassociate|untag)(_|\d|$)")
+_UNDO = named_for("cancel", "delete", "remove", "close", "withdraw", "void", "revoke",
+                  "unpublish", "decline", "reject", "deactivate", "unfollow", "unsubscribe",
+                  "archive", "disable", "suspend", "stop", "purge", "destroy", "terminate",
+                  "detach", "disassociate", "untag")
 
 
 def acting_services(scenarios: Iterable[Scenario], registry: Registry) -> set[str]:

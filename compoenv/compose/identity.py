@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
+from compoenv.compose.labels import named_for
 from compoenv.roles import IDENTITY
 from compoenv.schema import Slot
 from compoenv.service import ToolSpec
@@ -87,8 +88,7 @@ def call_problem(spec: ToolSpec, arguments: Mapping[str, Any], world: World) -> 
     return None
 
 
-# (the verb leads a built-in tool's name, and may trail an imported one's: "repos_patch")
-_CHANGE = re.compile(r"(^|_)(update|patch|modify|edit|change|replace|put|set)(_|\d|$)")
+_CHANGE = named_for("update", "patch", "modify", "edit", "change", "replace", "put", "set")
 
 
 # or its description says so, when an imported operation's name is only numbered

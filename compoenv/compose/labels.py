@@ -16,7 +16,7 @@ from typing import Any
 from compoenv.roles import ROLES
 
 __all__ = ["FIELD_LABELS", "field_label", "with_employer", "plural", "singular", "with_article", "words",
-           "enum_words", "fix_articles", "service_label", "default_service_label"]
+           "enum_words", "fix_articles", "service_label", "default_service_label", "named_for"]
 
 
 @lru_cache(maxsize=1)
@@ -236,3 +236,10 @@ def service_label(source: Any, name: str | None = None) -> str:
     if not name:
         raise ValueError(f"service_label: no service name in {source!r}")
     return default_service_label(name)
+
+
+def named_for(*verbs: str) -> re.Pattern[str]:
+    """A pattern that finds a tool named for one of ``verbs``: the verb leads a built-in
+    tool's name ("update_playlist") and may trail an imported one's ("repos_patch",
+    "accounts_delete_2")."""
+    return re.compile(r"(^|_)(%s)(_|\d|$)" % "|".join(map(re.escape, verbs)))
