@@ -161,3 +161,13 @@ def test_an_output_that_cannot_be_opened_is_refused_before_any_work(tmp_path, mo
     assert not (tmp_path / "x.jsonl").exists()
     CliRunner().invoke(main, ["generate", "--num", "0", "-o", "x.jsonl"])
     assert not (tmp_path / "x.jsonl").exists()  # the check leaves no empty file behind
+
+
+def test_python_dash_m_compoenv_is_the_command():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "compoenv", "scenarios", "--help"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Usage: compoenv scenarios")
