@@ -86,7 +86,7 @@ def facts_about(walk: Walk, about: str, before: int) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     chosen = [(noun(walk.steps[step].spec), step, item)
               for step, (_, item) in sorted(walk.choices.items()) if step < before]
-    heads = [kind.casefold().rsplit(" ", 1)[-1] for kind, _, _ in chosen]
+    heads = [_head(kind) for kind, _, _ in chosen]
     for (kind, list_step, item), head in zip(chosen, heads):
         name = name_of(walk, list_step, item)
         # the thing by its kind ("the cookbook recipe"), or by its last word when no other
@@ -96,6 +96,11 @@ def facts_about(walk: Walk, about: str, before: int) -> list[tuple[str, str]]:
         if name is not None and said and kind not in (k for k, _ in out):
             out.append((kind, name))
     return out
+
+
+def _head(kind: str) -> str:
+    """A thing's last word, how a request may name it ("recipe" of a cookbook recipe)."""
+    return kind.casefold().rsplit(" ", 1)[-1]
 
 
 def with_facts(text: str, facts: list[tuple[str, str]]) -> str:
@@ -212,8 +217,7 @@ def _want(walk: Walk, index: int, free: dict[int, frozenset[str]],
     # said twice
     named_by_author = about.casefold().partition("naming ")[2]
     facts = [(kind, name) for kind, name in message_facts(walk, index)
-             if not re.search(r"\b%s\b" % re.escape(kind.casefold().rsplit(" ", 1)[-1]),
-                              named_by_author)]
+             if not re.search(r"\b%s\b" % re.escape(_head(kind)), named_by_author)]
     if facts:
         text += ", naming " + _and([f"the {kind}" for kind, _ in facts])
     return text

@@ -19,8 +19,7 @@ from compoenv.magnitudes import draw
 from compoenv.world import Person, World
 
 __all__ = ["MISSING", "record_arguments", "record_value", "field_value", "fresh_value",
-           "fresh_arguments",
-           "can_state"]
+           "fresh_arguments", "can_state"]
 
 MISSING: Any = object()
 
