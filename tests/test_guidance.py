@@ -16,7 +16,8 @@ from compoenv.compose import Composer, ComposerConfig
 from compoenv.compose.choices import choose, plain
 from compoenv.compose.config import parse_guidance
 from compoenv.compose.difficulty import estimate
-from compoenv.compose.verify import replay
+from compoenv.agents.variants import session_for
+from compoenv.compose.verify import oracle_message, replay
 from compoenv.registry import Registry
 from compoenv.reward import Outcome, mentions, score_rubric
 from compoenv.scenarios import Scenario, ScenarioError, ScenarioRegistry
@@ -88,7 +89,7 @@ def test_a_message_naming_the_chosen_thing_by_its_last_word_must_name_it() -> No
     recipe*; said by its last word it is still the thing the message must name, checked."""
     composer = Composer(config=ComposerConfig(scenarios=("saved_recipe_batch_cook",)))
     task = next(t for seed in range(12) if (t := _or_none(composer, seed)) is not None)
-    assert "naming the recipe" in task.instruction
+    assert re.search(r"\bnam(e|ing) the recipe\b", task.instruction)
     named = {c.name: c.mentions for c in task.rubric
              if isinstance(c, CallCriterion) and c.mentions}
     assert set(named) == {"docs_editor__create_document", "email__send_email"}
@@ -104,9 +105,69 @@ def test_what_the_author_says_a_message_names_is_not_said_again() -> None:
     """The stage's own "about reviewing the document, naming the document" is said once."""
     composer = Composer(config=ComposerConfig(scenarios=("stale_document_review",)))
     task = next(t for seed in range(12) if (t := _or_none(composer, seed)) is not None)
-    assert "naming the document" in task.instruction
+    assert re.search(r"\bnam(e|ing) the document\b", task.instruction)
     assert not re.search(r"naming the (\w+), naming the \1", task.instruction)
     assert any(isinstance(c, CallCriterion) and c.mentions for c in task.rubric)
+
+
+def test_the_goals_own_work_is_not_listed_but_is_still_graded() -> None:
+    """ "The policy document edited longest ago gets a review comment, its owner a review task,
+    and an email asking them to update it": the goal says the work, so the request lists
+    neither the comment nor the email (the task, due on a day only the user knows, is asked
+    for); the rubric still requires each, and a run that skips one fails."""
+    registry = Registry.default()
+    composer = Composer(config=ComposerConfig(scenarios=("stale_document_review",)))
+    task = next(t for seed in range(12) if (t := _or_none(composer, seed)) is not None)
+    request = task.instruction.split("Request: ")[-1]
+    goal = {"docs_editor__add_comment", "email__send_email"}
+    assert goal <= {c.name for c in task.solution}
+    due = next(c.arguments["due"] for c in task.solution
+               if c.name == "project_tracker__create_task")
+    assert due in request
+    for name in goal:
+        verb = (registry.spec(name).phrase or "").split(" {")[0]
+        assert verb.casefold() not in request.casefold(), (verb, request)
+    for skipped in (i for i, c in enumerate(task.solution) if c.name in goal):
+        session = session_for(task, registry)
+        for i, call in enumerate(task.solution):
+            if i != skipped:
+                session.call(call.name, call.arguments)
+        result = score_rubric(task.rubric, Outcome(session, oracle_message(task),
+                                                   task.instruction))
+        assert not result.passed, task.solution[skipped].name
+
+
+def test_only_work_the_goal_speaks_of_goes_unlisted() -> None:
+    """What an optional stage adds is not the goal's work: it is asked for. And what the
+    goal leaves unlisted is only writes whose every argument is the agent's wording, a house
+    rule's label, what the job found, or what the request states."""
+    from compoenv.compose.goal import free_params, goal_work
+
+    composer = Composer(config=ComposerConfig(
+        scenarios=tuple(ScenarioRegistry.default().names()), distractors=4))
+    seen_extra = seen_implied = 0
+    for seed in range(40):
+        try:
+            task, walk = composer._build(seed)
+        except Exception:
+            continue
+        implied, kinds = goal_work(walk, free_params(walk), "", "")
+        assert not implied & walk.extras and not implied & set(walk.rule_steps)
+        assert all(not walk.steps[i].spec.read_only for i in implied)
+        seen_extra += bool(walk.extras)
+        seen_implied += bool(implied)
+        # a literal value nobody states keeps its write listed (here nothing is stated but
+        # what the writes still listed say)
+        listed = " ".join(str(b.value) for j, step in enumerate(walk.steps)
+                          if not step.spec.read_only and j not in implied
+                          for b in step.bindings if b.source is None).casefold()
+        for i in implied:
+            for b in walk.steps[i].bindings:
+                assert b.source is not None or b.param in free_params(walk).get(i, ()) \
+                    or b.param in {p for (n, p) in walk.shown if n == walk.steps[i].spec
+                                   .qualified_name} or str(b.value).casefold() in listed, \
+                    (walk.steps[i].spec.qualified_name, b)
+    assert seen_extra and seen_implied
 
 
 def _or_none(composer: Composer, seed: int) -> Task | None:

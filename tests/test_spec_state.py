@@ -155,6 +155,24 @@ def test_new_ids_follow_the_format_of_the_apis_ids():
     assert made not in seeded
 
 
+def test_a_record_worded_otherwise_is_the_same_record():
+    """Two agents wording one request their own ways (a task's title) make the same record:
+    same id and same invented details (its estimate), only the wording differs."""
+    made = []
+    for title in ("Root-cause the incident", "Find what broke the release"):
+        service = REGISTRY.get("project_tracker").create(WORLD)
+        made.append(_call(service, "create_task", title=title, assignee=WORLD.people[2].name,
+                          due=WORLD.date(5))["data"])
+    assert made[0]["title"] != made[1]["title"]
+    assert {**made[0], "title": None} == {**made[1], "title": None}
+    # what the call must say still shapes it
+    service = REGISTRY.get("project_tracker").create(WORLD)
+    other = _call(service, "create_task", title="Root-cause the incident",
+                  assignee=WORLD.people[3].name, due=WORLD.date(5))["data"]
+    assert {**other, "title": None, "assignee": None} != {**made[0], "title": None,
+                                                         "assignee": None}
+
+
 def test_a_resource_whose_records_the_world_model_cannot_make_stays_with_it():
     # the offline generator does not write to a pattern: no seeded record fits this key's
     keyed = {**ITEM, "properties": {**ITEM["properties"], "sku": {**SKU, "pattern": "^S[0-9]{5}$"}}}

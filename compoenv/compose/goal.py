@@ -20,12 +20,13 @@ from typing import Any
 
 from compoenv.compose.config import GUIDANCE
 from compoenv.compose.labels import fix_articles, plural
-from compoenv.compose.records import Walk
-from compoenv.compose.render import noun, phrase, report_sentences, with_rules
+from compoenv.compose.records import Binding, Walk
+from compoenv.compose.render import NAMED, identifies, noun, owner_reference, phrase, reference, \
+    report_sentences, with_rules
 from compoenv.schema import free_text
 
 __all__ = ["GUIDANCE", "render_goal", "free_params", "message_facts", "facts_about", "name_of",
-           "lists_fed", "with_facts"]
+           "lists_fed", "with_facts", "goal_work"]
 
 
 # the verb a read's phrase opens with, and the words before its noun: "search hotels in
@@ -247,6 +248,8 @@ _FIRST = ("I need you to {}.", "Please {}.", "Could you {}?", "Can you {}?",
 _MORE = ("Also {}.", "On top of that, {}.", "And please {}.", "As well as that, {}.")
 _ABOUT = ("This is about {}.", "It concerns {}.", "For context, it's about {}.",
           "The job concerns {}.")
+_NAMING = ("In what you send and write, name {}.", "Whatever you send or write should name {}.",
+           "Be sure to name {} in what you send and write.")
 _HINT = ("Hint: it helps to {}.", "Tip: you can {}.", "A pointer: you may want to {}.")
 
 
@@ -274,19 +277,29 @@ def render_goal(walk: Walk, context: str | None = None, hints: int = 0,
     decided: list[int] = []
     wants: list[list[str] | str] = []  # runs of single writes, and fan-outs (a str each)
     needs: list[str] = []
+    asks: list[str] = []
     lookups: list[int] = []
     for segment in walk.segments:
         steps = [i for i in segment.steps if i not in walk.rule_steps]
-        if not steps:
-            continue
-        first = steps[0]
-        if all(walk.steps[i].spec.read_only for i in steps):
-            lookups.append(first)
-            if first in walk.choices:
-                decided.append(first)
-            elif first not in fed and first in used and any(
-                    b.source is None for b in walk.steps[first].bindings):
-                needs.append(_listing(walk, first))
+        if steps and all(walk.steps[i].spec.read_only for i in steps):
+            lookups.append(steps[0])
+            if steps[0] in walk.choices:
+                decided.append(steps[0])
+            elif steps[0] not in fed and steps[0] in used and any(
+                    b.source is None for b in walk.steps[steps[0]].bindings):
+                # what the user must say for it: what to look for ("hotels in Athens"), or,
+                # where the read is not a search, the read itself ("export that document
+                # as PDF")
+                step = walk.steps[steps[0]]
+                said = phrase(step.spec, walk, step.bindings)
+                (needs if _READ_VERB.match(said) else asks).append(
+                    _listing(walk, steps[0]) if _READ_VERB.match(said) else said)
+    goal_says, to_name = goal_work(walk, free, " ".join(
+        [context or "", *walk.rules, *needs, *asks, *(_decision(walk, i) for i in decided)]),
+        context or "")
+    for segment in walk.segments:
+        steps = [i for i in segment.steps if i not in walk.rule_steps]
+        if not steps or all(walk.steps[i].spec.read_only for i in steps):
             continue
         lead = _FAN_LEAD.match(segment.text or "")
         lists = {b.source for i in steps for b in walk.steps[i].bindings
@@ -299,7 +312,11 @@ def render_goal(walk: Walk, context: str | None = None, hints: int = 0,
         run = wants[-1]
         assert isinstance(run, list)
         run.extend(_want(walk, i, free, named, said_in_wants) for i in dict.fromkeys(steps)
-                   if not walk.steps[i].spec.read_only)
+                   if not walk.steps[i].spec.read_only and i not in goal_says)
+        if not run:
+            wants.pop()
+    if asks:
+        wants.append(asks)
     # a decision a write already says (``_alike``) is not said again
     decisions = [_decision(walk, i) for i in decided if i not in said_in_wants]
     sentences: list[str] = []
@@ -316,11 +333,85 @@ def render_goal(walk: Walk, context: str | None = None, hints: int = 0,
         elif want:
             sentences.append(_say(_MORE if opened else _FIRST, _and(want), rng))
             opened = True
+    if to_name:  # by its last word where no other thing to name shares it ("the recipe")
+        heads = [_head(kind) for kind in to_name]
+        sentences.append(_say(_NAMING, _and([
+            f"the {head if heads.count(head) == 1 else kind}"
+            for kind, head in zip(to_name, heads)]), rng))
     if hints and lookups:
         tips = [phrase(walk.steps[i].spec, walk, walk.steps[i].bindings) for i in lookups[:hints]]
         sentences.append(_say(_HINT, _and(tips), rng))
     sentences = [fix_articles(s) for s in sentences] + report_sentences(walk, rng)
     return with_rules(walk, " ".join(([context] if context else []) + sentences))
+
+
+def goal_work(walk: Walk, free: dict[int, frozenset[str]], stated: str,
+              goal: str = "") -> tuple[set[int], list[str]]:
+    """The writes a goal-level request need not ask for one by one, and the kinds of thing
+    their messages must name. They are work of the scenario's own stages, which its goal
+    speaks of ("the HR lead told, the work logged on their lead"), that take nothing the
+    request leaves unsaid. Each argument is wording left to the agent, a string a house rule
+    fixes, the key of a thing the job found or chose, a value the request states (the
+    lead's email), or someone or something the job found that the goal names by its
+    role ("its maintainer should get a warning" for the repository's maintainer's email).
+    What such a message must name ("the campaign") is asked once for all of them."""
+    goal = goal.casefold()
+    writes = [i for i, step in enumerate(walk.steps) if not step.spec.read_only
+              and i not in walk.extras and i not in walk.rule_steps]
+
+    def implied(said: dict[int, str]) -> set[int]:
+        return {i for i in writes if all(
+            b.param in free.get(i, frozenset())
+            or walk.shown.get((walk.steps[i].spec.qualified_name, b.param)) == NAMED
+            or identifies(b)
+            or (isinstance(b.value, str) and len(b.value) >= 3
+                and b.value.casefold() in said.get(i, stated))
+            or _goal_names(walk, b, goal) for b in walk.steps[i].bindings)}
+
+    # what the other writes still asked for state is said too ("book that flight for Tom
+    # Okafor (tom.okafor@...)" says whom "the colleague sent the plan" is sent to)
+    stated = stated.casefold()
+    first = implied(dict.fromkeys(writes, stated))
+    literal = {i: [b.value for b in step.bindings if b.source is None and
+                   isinstance(b.value, str)]
+               for i, step in enumerate(walk.steps) if not step.spec.read_only and i not in first}
+    out = first | implied(_said(stated, literal, first))
+    while True:  # only what a write still asked for states counts (not two unasked alike)
+        kept = first | implied(_said(stated, literal, out)) & out
+        if kept == out:
+            break
+        out = kept
+    kinds: list[str] = []
+    for index in sorted(out):
+        kinds += [k for k, _ in message_facts(walk, index) if k not in kinds]
+    return out, kinds
+
+
+def _said(stated: str, literal: dict[int, list[str]], unasked: set[int]) -> dict[int, str]:
+    """For each write, the request's words and the literal values of the other writes it
+    still asks for."""
+    return {i: " ".join([stated, *(v for j, values in literal.items() if j != i
+                                   and j not in unasked for v in values)]).casefold()
+            for i in literal}
+
+
+# found values a goal may name by whose they are ("the HR lead told", "its website saved")
+_FOUND = frozenset({"PersonName", "EmailAddress", "OrganizationName", "Url"})
+
+
+def _goal_names(walk: Walk, binding: Binding, goal: str) -> bool:
+    """Whether ``goal`` names the one a found value belongs to, by the last word of how the
+    request would say it ("the account's manager" -> "manager")."""
+    if binding.source is None or binding.interface not in _FOUND or not goal:
+        return False
+    producer = walk.steps[binding.source].spec
+    said = owner_reference(producer, binding) or \
+        reference(producer, binding.path, binding.interface)
+    if not said.startswith("the "):
+        return False
+    head = _head(said)
+    return re.search(r"\b(?:%s|%s)\b" % (re.escape(head), re.escape(plural(head))),
+                     goal) is not None
 
 
 def _sentence(text: str) -> str:

@@ -98,6 +98,8 @@ class Walk:
     choices: dict[int, tuple[str, int]] = field(default_factory=dict)
     # write step -> what its message or document is about, in the user's words (Stage.about)
     about: dict[int, str] = field(default_factory=dict)
+    # write steps of optional stages: work the scenario's goal does not speak of
+    extras: set[int] = field(default_factory=set)
 
     @property
     def answers(self) -> list[Binding]:

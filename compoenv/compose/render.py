@@ -131,7 +131,7 @@ def _show(binding: Binding, schema: dict | None = None) -> str:
     return str(value)
 
 
-def _identifies(binding: Binding) -> bool:
+def identifies(binding: Binding) -> bool:
     """A reference to an entity's own key, which reads best as "that <noun>"."""
     kind = binding.interface or ""
     return binding.source is not None and (kind.endswith("Id") or kind in _KEYS)
@@ -202,7 +202,7 @@ def phrase(spec: ToolSpec, walk: Walk, bindings: list[Binding],
         template = without(template, drop)
         bindings = [b for b in bindings if b.param not in drop]
     for b in bindings:  # "cancel hotel reservation {id}" -> "cancel that hotel reservation"
-        if _identifies(b):
+        if identifies(b):
             template = _that(template, b.param)
     carried = {b.param for b in bindings if b.source is not None}
     template = _UNIT_AFTER.sub(lambda m: "{%s}" % m.group(1) if m.group(1) in carried
@@ -234,7 +234,7 @@ def phrase(spec: ToolSpec, walk: Walk, bindings: list[Binding],
             values[b.param] = shown
         elif b.param in said:
             continue
-        elif not (_identifies(b) and b.param in spec.phrase if spec.phrase else False):
+        elif not (identifies(b) and b.param in spec.phrase if spec.phrase else False):
             extras.append(f"{words(b.param)} {shown}")
     for name in fields - values.keys():
         values[name] = "the default"

@@ -310,6 +310,8 @@ def run_stages(walker: ScenarioWalker, stages: list[Stage],
             if stage.optional and i > 0:
                 continue
             raise
+        if stage.optional:
+            walker.walk.extras.update(range(point[1], len(walker.walk.steps)))
         if stage.about:
             for index in range(point[1], len(walker.walk.steps)):
                 if walker.walk.steps[index].spec.qualified_name in stage.tools:

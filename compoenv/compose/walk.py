@@ -131,6 +131,7 @@ class Walker:
         self.walk.left_out = {i: k for i, k in self.walk.left_out.items() if i < steps}
         self.walk.choices = {i: c for i, c in self.walk.choices.items() if i < steps}
         self.walk.about = {i: a for i, a in self.walk.about.items() if i < steps}
+        self.walk.extras = {i for i in self.walk.extras if i < steps}
         self.used = used
 
     def adopt(self, index: int, item: int) -> None:

@@ -229,9 +229,12 @@ class ResourceStore:
         # shapes it
         fields = resource.record.get("properties") or {}
         required = spec.parameters.get("required", ())
+        props = spec.parameters.get("properties") or {}
         told = {k: v for k, v in arguments.items() if k in required or k not in fields}
-        made = _OFFLINE.answer(ToolRequest(spec, told, world, {},
-                                           _seed_of(world.seed, spec.name, told))).data
+        # nor its wording: a task's title worded otherwise makes the same estimate
+        made = _OFFLINE.answer(ToolRequest(spec, told, world, {}, _seed_of(
+            world.seed, spec.name, {k: v for k, v in told.items()
+                                    if not free_text(props.get(k) or {})}))).data
         if not isinstance(made, dict):
             return None
         record = {**made, **{k: v for k, v in arguments.items() if k in fields}}
@@ -245,8 +248,6 @@ class ResourceStore:
             # what the call must say (an optional detail given or not makes the same id), but
             # not its wording (a ticket's subject): two agents wording one request their own
             # ways make the same record
-            required = spec.parameters.get("required") or ()
-            props = spec.parameters.get("properties") or {}
             salt = (world.seed, world.today, self.service, resource.collection,
                     {k: v for k, v in arguments.items()
                      if k in required and not free_text(props.get(k) or {})})
