@@ -77,6 +77,29 @@ def test_a_carried_name_or_email_reads_as_whom_it_belongs_to():
     assert "for the candidate's name (the repository's maintainer's email)" in booked
 
 
+def test_an_email_is_sent_to_whom_the_address_belongs_not_to_the_address():
+    """ "send an email to the restaurant's email" reads "send an email to the restaurant"; a
+    role's address, as the role ("the restaurant's adjuster"); a desk's, as its address."""
+    from compoenv.compose.records import Binding, Step, Walk
+    from compoenv.compose.render import phrase
+    from compoenv.registry import Registry
+
+    registry = Registry.default()
+    spec = registry.spec("email__send_email")
+    said = []
+    for path in (("#0", "email"), ("#0", "adjuster_email"), ("#0", "billing_email")):
+        walk = Walk(steps=[Step(registry.spec("restaurants__search_restaurants"),
+                                [Binding("city", "Oslo")])])
+        said.append(phrase(spec, walk, [
+            Binding("to", "desk@acme.com", 0, path, "EmailAddress"),
+            Binding("subject", "Hi", interface="EmailSubject"),
+            Binding("body", "Hello", interface="Text")]))
+    assert all("'s email" not in s and " email with" not in s for s in said), said
+    assert said[0].startswith("send an email to the restaurant with"), said
+    assert said[1].startswith("send an email to the restaurant's adjuster with"), said
+    assert " billing address with" in said[2], said
+
+
 @pytest.mark.parametrize("template, param, expected", [
     ("show the insurance policy {policy_id}", "policy_id", "show that insurance policy"),
     ("cancel hotel reservation {reservation_id}", "reservation_id",

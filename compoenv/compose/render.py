@@ -239,7 +239,21 @@ def phrase(spec: ToolSpec, walk: Walk, bindings: list[Binding],
     for name in fields - values.keys():
         values[name] = "the default"
     text = fix_articles(_THE_THE.sub("the", template.format(**values)))
+    text = _MAILED_TO.sub(_mailed_to, text)
     return text + (f" ({'; '.join(extras)})" if extras else "")
+
+
+def _mailed_to(match: re.Match[str]) -> str:
+    """ "an email to the gym's email" is to the gym; to "the claim's adjuster email", to its
+    adjuster; to "the invoice's billing email", to its billing address."""
+    word = match.group(3)
+    if word is None:
+        return match.group(1)
+    return f"{match.group(1)} {word}" + ("" if word.endswith(_ROLE_ENDINGS) else " address")
+
+
+_ROLE_ENDINGS = ("er", "or", "ist", "ant", "ent")
+_MAILED_TO = re.compile(r"(\bemail to the [\w' -]+?)('s| (\w+)) email\b(?! address)")
 
 
 # what a record says again of something the request named or found first: its name, its
