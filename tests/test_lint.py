@@ -217,6 +217,8 @@ MORE_GOOD = [
     ("L114", _text("Find hotels in Madrid for the team.", "hotels")),
     ("L115", Example("A colleague is already booked on a flight and needs a hotel where it "
                      "lands. Search hotels in Madrid.", HOTEL[:1])),
+    ("L115", Example("An advertiser who hasn't paid their bill needs a word. Search hotels in "
+                     "Madrid.", HOTEL[:1])),
     ("L115", Example("I run paid campaigns, and every task gets a tracked follow-up. Search "
                      "hotels in Madrid.", HOTEL[:1])),
     ("L115", Example("The speakers need rooms in one hotel, paid by us, and are told the plan. "

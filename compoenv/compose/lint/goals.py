@@ -264,8 +264,9 @@ _CLAIMS: tuple[tuple[re.Pattern[str], str, re.Pattern[str]], ...] = tuple(
     ))
 # a participle after these is a fact about the past ("already booked", "they asked for") or
 # part of a noun ("a tracked follow-up"), not work the request asks for
-_NOT_A_CLAIM = re.compile(r"\b(?:already|have|has|had|'ve|was|were|been|being|I|we|they|he|she|"
-                          r"you|who|a|an|the|their|its|our|my|your|not|never)\s+$", re.IGNORECASE)
+_NOT_A_CLAIM = re.compile(r"(?:\b(?:already|have|has|had|'ve|was|were|been|being|I|we|they|he|"
+                          r"she|you|who|a|an|the|their|its|our|my|your|not|never)|n't)\s+$",
+                          re.IGNORECASE)
 
 
 # what follows a participle that says work is done ("the supplier told.", "invited and
