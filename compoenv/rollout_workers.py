@@ -19,7 +19,7 @@ from compoenv.rollout_results import RolloutError
 from compoenv.task import Task
 
 __all__ = ["Episode", "Play", "Raised", "Lost", "Outcome", "Backend", "InProcess", "Processes",
-           "RayWorkers", "describe", "play_all"]
+           "RayWorkers", "StartTries", "START_TRIES", "describe", "died", "play_all"]
 
 log = logging.getLogger("compoenv.rollout")
 
@@ -63,6 +63,39 @@ Play = Callable[[CompoWorldEnv, Episode], dict[str, Any] | Raised]  # picklable:
 def describe(episode: Episode) -> str:
     index, task, rollout_idx = episode
     return f"episode {index} (task {task.id or '<no id>'}, rollout {rollout_idx})"
+
+
+def died(process: BaseProcess) -> str:
+    """What became of a worker process that ended (joined): its pid and signal or exit code."""
+    code = process.exitcode or 0
+    how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+    return f"worker process {process.pid} died ({how})"
+
+
+class StartTries:
+    """Counts, per worker slot, the workers in a row that died before they got going
+    (``before``: "building their env", "finishing an episode"); the ``START_TRIES``-th such
+    death stops the run, so a worker that can never work fails it instead of being replaced
+    for ever. ``hint`` ends the error: what the user can do."""
+
+    def __init__(self, width: int, before: str, hint: str) -> None:
+        self.row, self.before, self.hint = [0] * width, before, hint
+
+    def started(self, slot: int) -> None:
+        """The slot's worker got going: its earlier deaths are forgiven."""
+        self.row[slot] = 0
+
+    def died(self, slot: int, message: str) -> None:
+        """The slot's worker died (``message``: how) before it got going.
+
+        Raises:
+            RolloutError: that made ``START_TRIES`` in a row.
+        """
+        self.row[slot] += 1
+        if self.row[slot] >= START_TRIES:
+            raise RolloutError(f"{self.row[slot]} worker processes in a row died before "
+                               f"{self.before} (the last: {message}), so the run stops. "
+                               f"{self.hint}")
 
 
 def _build(env_kwargs: Mapping[str, Any]) -> CompoWorldEnv | _Broken:
@@ -177,10 +210,7 @@ class Processes:
                 if process.is_alive():
                     continue
             process.join()
-            code = process.exitcode or 0
-            how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
-            events.append((slot, -1, Lost(f"worker process {process.pid} died ({how})",
-                                          before_start=not self.ready[slot])))
+            events.append((slot, -1, Lost(died(process), before_start=not self.ready[slot])))
         return events
 
     def replace(self, slot: int) -> None:
@@ -260,7 +290,7 @@ def play_all(backend: Backend, todo: deque[Episode], size: int, retries: int,
     """
     inflight: list[dict[int, Episode]] = [{} for _ in range(backend.width)]
     deaths: Counter[int] = Counter()
-    unstarted = [0] * backend.width  # deaths in a row of the slot's workers before their env
+    unstarted = StartTries(backend.width, "building their env", _SPAWN_HINT)
     retried = lost = 0
     size = 1 if backend.one_at_a_time else size
     while todo or any(inflight):
@@ -273,14 +303,12 @@ def play_all(backend: Backend, todo: deque[Episode], size: int, retries: int,
             if isinstance(outcome, _Broken):
                 raise RolloutError(f"a worker could not build its env:\n{outcome.traceback}")
             if not isinstance(outcome, Lost):
-                unstarted[slot] = 0
+                unstarted.started(slot)
                 finish(inflight[slot].pop(index), outcome, deaths[index] + 1)
                 continue
             lost += 1
             if outcome.before_start:
-                unstarted[slot] += 1
-                if unstarted[slot] >= START_TRIES:
-                    raise RolloutError(_unstarted_error(outcome, unstarted[slot]))
+                unstarted.died(slot, outcome.message)
             backend.replace(slot)
             queue, inflight[slot] = list(inflight[slot].values()), {}
             log.warning("%s; it was %s", outcome.message,
@@ -302,9 +330,7 @@ def play_all(backend: Backend, todo: deque[Episode], size: int, retries: int,
     return retried, lost
 
 
-def _unstarted_error(outcome: Lost, tries: int) -> str:
-    return (f"{tries} worker processes in a row died before building their env (the last: "
-            f"{outcome.message}), so the run stops. Worker processes are spawned: they import "
-            f"the script that started the run, so a script must start rollouts under an "
-            f"`if __name__ == \"__main__\":` guard (the workers' own error is printed above "
-            f"this one); or run with workers=1, in this process.")
+_SPAWN_HINT = ("Worker processes are spawned: they import the script that started the run, "
+               "so a script must start rollouts under an `if __name__ == \"__main__\":` guard "
+               "(the workers' own error is printed above this one); or run with workers=1, in "
+               "this process.")
