@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from multiprocessing import connection
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from compoenv.env import CompoWorldEnv
 from compoenv.ray_pool import RayActors
@@ -19,7 +19,8 @@ from compoenv.rollout_results import RolloutError
 from compoenv.task import Task
 
 __all__ = ["Episode", "Play", "Raised", "Lost", "Outcome", "Backend", "InProcess", "Processes",
-           "RayWorkers", "StartTries", "START_TRIES", "describe", "died", "play_all"]
+           "RayWorkers", "StartTries", "START_TRIES", "describe", "died", "play_all",
+           "wait_processes"]
 
 log = logging.getLogger("compoenv.rollout")
 
@@ -70,6 +71,32 @@ def died(process: BaseProcess) -> str:
     code = process.exitcode or 0
     how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
     return f"worker process {process.pid} died ({how})"
+
+
+def wait_processes(workers: Sequence[tuple[BaseProcess, Connection]]
+                   ) -> list[tuple[int, list[Any], str | None]]:
+    """Waits until worker processes (each with its pipe) send or die; for each slot that did,
+    the messages read from its pipe (all it sent before dying) and, once it died, how
+    (``died``; None while it lives)."""
+    slots: dict[Any, int] = {}
+    for slot, (process, conn) in enumerate(workers):
+        slots[conn] = slots[process.sentinel] = slot
+    found: list[tuple[int, list[Any], str | None]] = []
+    for slot in sorted({slots[h] for h in connection.wait(list(slots))}):
+        process, conn = workers[slot]
+        messages: list[Any] = []
+        try:
+            while conn.poll():
+                messages.append(conn.recv())
+        except (EOFError, OSError):
+            pass
+        else:
+            if process.is_alive():
+                found.append((slot, messages, None))
+                continue
+        process.join()
+        found.append((slot, messages, died(process)))
+    return found
 
 
 class StartTries:
@@ -190,27 +217,16 @@ class Processes:
             pass  # it died: wait() sees its sentinel
 
     def wait(self) -> list[Event]:
-        slots = {}
-        for slot, (process, conn) in enumerate(self.workers):
-            slots[conn] = slots[process.sentinel] = slot
         events: list[Event] = []
-        for slot in sorted({slots[h] for h in connection.wait(list(slots))}):
-            process, conn = self.workers[slot]
-            try:
-                while conn.poll():  # every record sent before a death is read first
-                    index, outcome = conn.recv()
-                    if index == _READY:
-                        self.ready[slot] = True
-                        continue
-                    self.busy[slot] -= 1
-                    events.append((slot, index, outcome))
-            except (EOFError, OSError):
-                pass
-            else:
-                if process.is_alive():
+        for slot, messages, death in wait_processes(self.workers):
+            for index, outcome in messages:  # every record sent before a death is read first
+                if index == _READY:
+                    self.ready[slot] = True
                     continue
-            process.join()
-            events.append((slot, -1, Lost(died(process), before_start=not self.ready[slot])))
+                self.busy[slot] -= 1
+                events.append((slot, index, outcome))
+            if death is not None:
+                events.append((slot, -1, Lost(death, before_start=not self.ready[slot])))
         return events
 
     def replace(self, slot: int) -> None:

@@ -20,7 +20,6 @@ import multiprocessing
 import os
 import traceback
 from collections import deque
-from multiprocessing import connection
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any, Callable, Mapping, Sequence
@@ -28,7 +27,7 @@ from typing import Any, Callable, Mapping, Sequence
 from compoenv.env import CompoWorldEnv
 from compoenv.rollout import AsyncAgent, play_episode
 from compoenv.rollout_results import RolloutError
-from compoenv.rollout_workers import StartTries, died
+from compoenv.rollout_workers import StartTries, wait_processes
 from compoenv.task import Task
 
 __all__ = ["AUTO_EPISODES", "AUTO_WORKERS", "can_fork", "choose_workers", "play_in_workers"]
@@ -154,25 +153,14 @@ class _Pool:
     def wait(self) -> list[tuple[int, int | None, Any]]:
         """What came back: (slot, episode number, record), (slot, _FAILED, traceback), or
         (slot, None, how the worker died) once every record it sent before dying is read."""
-        slots: dict[Any, int] = {}
-        for slot in range(len(self.procs)):
-            process, conn = self._proc(slot)
-            slots[conn] = slots[process.sentinel] = slot
         events: list[tuple[int, int | None, Any]] = []
-        for slot in sorted({slots[h] for h in connection.wait(list(slots))}):
-            process, conn = self._proc(slot)
-            try:
-                while conn.poll():
-                    index, record = conn.recv()
-                    self.held[slot].discard(index)
-                    events.append((slot, index, record))
-            except (EOFError, OSError):
-                pass
-            else:
-                if process.is_alive():
-                    continue
-            process.join()
-            events.append((slot, None, died(process)))
+        for slot, messages, death in wait_processes([self._proc(slot)
+                                                     for slot in range(len(self.procs))]):
+            for index, record in messages:
+                self.held[slot].discard(index)
+                events.append((slot, index, record))
+            if death is not None:
+                events.append((slot, None, death))
         return events
 
     def replace(self, slot: int) -> None:
