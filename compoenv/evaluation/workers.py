@@ -94,8 +94,8 @@ def play_in_workers(agent: AsyncAgent, todo: Sequence[tuple[Task, int]], concurr
                     log.warning("%s holding %d episodes; they are played again", record,
                                 len(lost))
                     pending.extendleft(reversed(lost))
+                    tries.died(slot, record)  # the run stops here, or goes on with another
                     pool.replace(slot)
-                    tries.died(slot, record)
                 elif index == _FAILED:
                     raise RolloutError(f"an episode raised in a worker process:\n{record}")
                 else:
