@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from multiprocessing import connection
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from compoenv.env import CompoWorldEnv
 from compoenv.ray_pool import RayActors
@@ -19,7 +19,8 @@ from compoenv.rollout_results import RolloutError
 from compoenv.task import Task
 
 __all__ = ["Episode", "Play", "Raised", "Lost", "Outcome", "Backend", "InProcess", "Processes",
-           "RayWorkers", "describe", "play_all"]
+           "RayWorkers", "StartTries", "START_TRIES", "describe", "died", "play_all",
+           "wait_processes"]
 
 log = logging.getLogger("compoenv.rollout")
 
@@ -63,6 +64,65 @@ Play = Callable[[CompoWorldEnv, Episode], dict[str, Any] | Raised]  # picklable:
 def describe(episode: Episode) -> str:
     index, task, rollout_idx = episode
     return f"episode {index} (task {task.id or '<no id>'}, rollout {rollout_idx})"
+
+
+def died(process: BaseProcess) -> str:
+    """What became of a worker process that ended (joined): its pid and signal or exit code."""
+    code = process.exitcode or 0
+    how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+    return f"worker process {process.pid} died ({how})"
+
+
+def wait_processes(workers: Sequence[tuple[BaseProcess, Connection]]
+                   ) -> list[tuple[int, list[Any], str | None]]:
+    """Waits until worker processes (each with its pipe) send or die; for each slot that did,
+    the messages read from its pipe (all it sent before dying) and, once it died, how
+    (``died``; None while it lives)."""
+    slots: dict[Any, int] = {}
+    for slot, (process, conn) in enumerate(workers):
+        slots[conn] = slots[process.sentinel] = slot
+    found: list[tuple[int, list[Any], str | None]] = []
+    for slot in sorted({slots[h] for h in connection.wait(list(slots))}):
+        process, conn = workers[slot]
+        messages: list[Any] = []
+        try:
+            while conn.poll():
+                messages.append(conn.recv())
+        except (EOFError, OSError):
+            pass
+        else:
+            if process.is_alive():
+                found.append((slot, messages, None))
+                continue
+        process.join()
+        found.append((slot, messages, died(process)))
+    return found
+
+
+class StartTries:
+    """Counts, per worker slot, the workers in a row that died before they got going
+    (``before``: "building their env", "finishing an episode"); the ``START_TRIES``-th such
+    death stops the run, so a worker that can never work fails it instead of being replaced
+    for ever. ``hint`` ends the error: what the user can do."""
+
+    def __init__(self, width: int, before: str, hint: str) -> None:
+        self.row, self.before, self.hint = [0] * width, before, hint
+
+    def started(self, slot: int) -> None:
+        """The slot's worker got going: its earlier deaths are forgiven."""
+        self.row[slot] = 0
+
+    def died(self, slot: int, message: str) -> None:
+        """The slot's worker died (``message``: how) before it got going.
+
+        Raises:
+            RolloutError: that made ``START_TRIES`` in a row.
+        """
+        self.row[slot] += 1
+        if self.row[slot] >= START_TRIES:
+            raise RolloutError(f"{self.row[slot]} worker processes in a row died before "
+                               f"{self.before} (the last: {message}), so the run stops. "
+                               f"{self.hint}")
 
 
 def _build(env_kwargs: Mapping[str, Any]) -> CompoWorldEnv | _Broken:
@@ -157,30 +217,16 @@ class Processes:
             pass  # it died: wait() sees its sentinel
 
     def wait(self) -> list[Event]:
-        slots = {}
-        for slot, (process, conn) in enumerate(self.workers):
-            slots[conn] = slots[process.sentinel] = slot
         events: list[Event] = []
-        for slot in sorted({slots[h] for h in connection.wait(list(slots))}):
-            process, conn = self.workers[slot]
-            try:
-                while conn.poll():  # every record sent before a death is read first
-                    index, outcome = conn.recv()
-                    if index == _READY:
-                        self.ready[slot] = True
-                        continue
-                    self.busy[slot] -= 1
-                    events.append((slot, index, outcome))
-            except (EOFError, OSError):
-                pass
-            else:
-                if process.is_alive():
+        for slot, messages, death in wait_processes(self.workers):
+            for index, outcome in messages:  # every record sent before a death is read first
+                if index == _READY:
+                    self.ready[slot] = True
                     continue
-            process.join()
-            code = process.exitcode or 0
-            how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
-            events.append((slot, -1, Lost(f"worker process {process.pid} died ({how})",
-                                          before_start=not self.ready[slot])))
+                self.busy[slot] -= 1
+                events.append((slot, index, outcome))
+            if death is not None:
+                events.append((slot, -1, Lost(death, before_start=not self.ready[slot])))
         return events
 
     def replace(self, slot: int) -> None:
@@ -260,7 +306,7 @@ def play_all(backend: Backend, todo: deque[Episode], size: int, retries: int,
     """
     inflight: list[dict[int, Episode]] = [{} for _ in range(backend.width)]
     deaths: Counter[int] = Counter()
-    unstarted = [0] * backend.width  # deaths in a row of the slot's workers before their env
+    unstarted = StartTries(backend.width, "building their env", _SPAWN_HINT)
     retried = lost = 0
     size = 1 if backend.one_at_a_time else size
     while todo or any(inflight):
@@ -273,14 +319,12 @@ def play_all(backend: Backend, todo: deque[Episode], size: int, retries: int,
             if isinstance(outcome, _Broken):
                 raise RolloutError(f"a worker could not build its env:\n{outcome.traceback}")
             if not isinstance(outcome, Lost):
-                unstarted[slot] = 0
+                unstarted.started(slot)
                 finish(inflight[slot].pop(index), outcome, deaths[index] + 1)
                 continue
             lost += 1
             if outcome.before_start:
-                unstarted[slot] += 1
-                if unstarted[slot] >= START_TRIES:
-                    raise RolloutError(_unstarted_error(outcome, unstarted[slot]))
+                unstarted.died(slot, outcome.message)
             backend.replace(slot)
             queue, inflight[slot] = list(inflight[slot].values()), {}
             log.warning("%s; it was %s", outcome.message,
@@ -302,9 +346,7 @@ def play_all(backend: Backend, todo: deque[Episode], size: int, retries: int,
     return retried, lost
 
 
-def _unstarted_error(outcome: Lost, tries: int) -> str:
-    return (f"{tries} worker processes in a row died before building their env (the last: "
-            f"{outcome.message}), so the run stops. Worker processes are spawned: they import "
-            f"the script that started the run, so a script must start rollouts under an "
-            f"`if __name__ == \"__main__\":` guard (the workers' own error is printed above "
-            f"this one); or run with workers=1, in this process.")
+_SPAWN_HINT = ("Worker processes are spawned: they import the script that started the run, "
+               "so a script must start rollouts under an `if __name__ == \"__main__\":` guard "
+               "(the workers' own error is printed above this one); or run with workers=1, in "
+               "this process.")

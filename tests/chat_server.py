@@ -10,16 +10,18 @@ Not a test module: tests import it as ``from chat_server import ChatServer`` (te
 
 from __future__ import annotations
 
+import asyncio
 import json
+import multiprocessing
 import socket
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http import HTTPStatus
 from typing import Any
 
-__all__ = ["MODES", "ChatServer", "OraclePolicy", "Received", "echo"]
+__all__ = ["MODES", "ChatServer", "OraclePolicy", "Received", "ServerProcess", "echo"]
 
 MODES = ("ok", "down", "slow", "trickle", "http_500", "http_500_then_ok", "http_429_then_ok",
          "non_json", "huge", "schema_violation", "reject_response_format")
@@ -45,7 +47,9 @@ class Received:
 
 
 class ChatServer:
-    """A ``/v1/chat/completions`` server on 127.0.0.1 and an ephemeral port.
+    """A ``/v1/chat/completions`` server on 127.0.0.1 and an ephemeral port, served by one
+    asyncio event loop in a daemon thread (every connection on it, each reply one socket
+    write, ``TCP_NODELAY`` set), so hundreds of connections cost no thread each.
 
     Args:
         mode: One of ``MODES``; settable while running. "ok": a chat completion whose content
@@ -82,12 +86,17 @@ class ChatServer:
         self.lifetime_s = lifetime_s
         self.keep_alive = keep_alive
         self.received: list[Received] = []
-        self.in_flight = self.most_in_flight = 0  # chat requests being answered at once
+        # chat requests being answered at once (they overlap while a reply waits: "slow",
+        # "trickle", a client slow to read), and connections open at once
+        self.in_flight = self.most_in_flight = 0
+        self.connections_open = self.most_connections_open = 0
         self._mode = "ok"
         self._failed = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._httpd: ThreadingHTTPServer | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._listener: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
         self._thread: threading.Thread | None = None
         self.port = 0  # the first start binds an ephemeral port; restarts reuse it
         self.mode = mode
@@ -123,21 +132,30 @@ class ChatServer:
         if self._thread is not None and self._thread.is_alive():
             return
         self._stop.clear()
-        self._httpd = _Server(("127.0.0.1", self.port), _handler(self))
-        self.port = int(self._httpd.server_address[1])
-        self._httpd.timeout = 0.05
-        self._thread = threading.Thread(target=self._serve, name="chat-server", daemon=True)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", self.port))  # bound here: the port listens once start returns
+        sock.listen(256)  # hundreds of episodes connect at once: none may be refused
+        self.port = int(sock.getsockname()[1])
+        self._loop = asyncio.new_event_loop()
+        started = threading.Event()
+        self._thread = threading.Thread(target=self._serve, args=(sock, started),
+                                        name="chat-server", daemon=True)
         self._thread.start()
+        started.wait(timeout=10)
 
     def stop(self) -> None:
         """Stop serving and close the port (clients then get 'connection refused')."""
         self._stop.set()
         thread, self._thread = self._thread, None
+        loop = self._loop
+        if loop is not None and thread is not None and thread.is_alive():
+            try:
+                loop.call_soon_threadsafe(self._shut)
+            except RuntimeError:
+                pass  # the loop already stopped itself
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=2.0)
-        httpd, self._httpd = self._httpd, None
-        if httpd is not None:
-            httpd.server_close()
 
     def __enter__(self) -> ChatServer:
         return self
@@ -145,17 +163,130 @@ class ChatServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _serve(self) -> None:
-        end = time.monotonic() + self.lifetime_s
-        httpd = self._httpd
-        assert httpd is not None
+    def _serve(self, sock: socket.socket, started: threading.Event) -> None:
+        loop = self._loop
+        assert loop is not None
+        asyncio.set_event_loop(loop)
         try:
-            while not self._stop.is_set() and time.monotonic() < end:
-                if len(self.received) >= self.max_requests:
-                    break
-                httpd.handle_request()  # returns after httpd.timeout when idle
+            self._listener = loop.run_until_complete(
+                asyncio.start_server(self._connection, sock=sock, backlog=256))
+            loop.call_later(self.lifetime_s, self._shut)  # bounded, even if never stopped
+            started.set()
+            loop.run_forever()
         finally:
-            httpd.server_close()  # bounded: past its limits the port refuses connections
+            started.set()
+            sock.close()
+            loop.close()
+
+    def _shut(self) -> None:
+        """In the loop: close the port and every connection, then stop the loop."""
+        self._close_port()
+        for task in list(self._tasks):
+            task.cancel()
+        assert self._loop is not None
+        self._loop.call_soon(self._loop.stop)
+
+    def _close_port(self) -> None:
+        if self._listener is not None:
+            self._listener.close()  # past its limits the port refuses connections
+            self._listener = None
+
+    async def _connection(self, reader: asyncio.StreamReader,
+                          writer: asyncio.StreamWriter) -> None:
+        """One client connection: its requests in turn (one, unless ``keep_alive``)."""
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            # TCP_NODELAY: a reply that leaves in more than one write (trickle) must not wait
+            # for the client's delayed ACK (about 40 ms a request on loopback)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with self._lock:
+            self.connections_open += 1
+            self.most_connections_open = max(self.most_connections_open,
+                                             self.connections_open)
+        try:
+            while not self._stop.is_set():
+                if not await self._request(reader, writer) or not self.keep_alive:
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError,
+                asyncio.CancelledError, ValueError):
+            pass  # the client hung up (a timeout), sent garbage, or the server stops
+        finally:
+            with self._lock:
+                self.connections_open -= 1
+            self._tasks.discard(task)
+            writer.close()
+
+    async def _request(self, reader: asyncio.StreamReader,
+                       writer: asyncio.StreamWriter) -> bool:
+        """Read one request and answer it; False when the connection is to close."""
+        head = await reader.readuntil(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        method, path, version = (lines[0].split(" ") + ["", "", ""])[:3]
+        headers: dict[str, str] = {}
+        for line in lines[1:]:
+            name, sep, value = line.partition(":")
+            if sep:
+                headers[name.strip().lower()] = value.strip()
+        length = int(headers.get("content-length") or 0)
+        raw = await reader.readexactly(length) if length else b""
+        if len(self.received) >= self.max_requests:  # past its limit: hang up, refuse more
+            self._close_port()
+            return False
+        body: dict[str, Any] | None = None
+        if method == "POST":
+            try:
+                body = json.loads(raw)
+            except (UnicodeDecodeError, json.JSONDecodeError):
+                body = None
+            body = body if isinstance(body, dict) else None
+        self._record(Received(method, path, headers, body))
+        if len(self.received) >= self.max_requests:
+            self._close_port()
+        keep = (self.keep_alive and version == "HTTP/1.1"
+                and headers.get("connection", "").lower() != "close")
+        route = path.rstrip("/")
+        if method == "GET" and route == "/v1/models":
+            reply = _json(200, {"object": "list", "data": [
+                {"id": self.model, "object": "model", "owned_by": "test"}]})
+        elif method != "POST" or route != "/v1/chat/completions":
+            reply = _error(404, f"no route {path}", "NotFoundError")
+        else:
+            with self._lock:
+                self.in_flight += 1
+                self.most_in_flight = max(self.most_in_flight, self.in_flight)
+            try:
+                if self._mode == "slow":
+                    await asyncio.sleep(self.slow_s)
+                reply = self.reply(body)
+                await self._send(writer, *reply, keep=keep)
+            finally:
+                with self._lock:
+                    self.in_flight -= 1
+            return keep
+        await self._send(writer, *reply, keep=keep)
+        return keep
+
+    async def _send(self, writer: asyncio.StreamWriter, status: int, content_type: str,
+                    payload: bytes, *, keep: bool) -> None:
+        """The reply: headers and body in one write (16-byte pieces ``trickle_s`` apart in
+        "trickle" mode)."""
+        version = "HTTP/1.1" if self.keep_alive else "HTTP/1.0"
+        head = (f"{version} {status} {HTTPStatus(status).phrase}\r\n"
+                f"Content-Type: {content_type}\r\nContent-Length: {len(payload)}\r\n"
+                f"Connection: {'keep-alive' if keep else 'close'}\r\n\r\n").encode()
+        if not (self._mode == "trickle" and status == 200):
+            writer.write(head + payload)
+            await writer.drain()
+            return
+        writer.write(head)
+        for start in range(0, len(payload), 16):
+            if start:
+                await asyncio.sleep(self.trickle_s)
+            writer.write(payload[start:start + 16])
+            await writer.drain()
 
     def _record(self, request: Received) -> None:
         with self._lock:
@@ -169,9 +300,7 @@ class ChatServer:
 
     def reply(self, body: dict[str, Any] | None) -> tuple[int, str, bytes]:
         """(status, content type, body) for a chat request, by the current mode."""
-        mode = self._mode
-        if mode == "slow":
-            self._stop.wait(self.slow_s)
+        mode = self._mode  # "slow" waited before this, in the loop
         if mode == "http_500" or (mode == "http_500_then_ok" and self._fails()):
             return _error(500, "internal server error", "InternalServerError")
         if mode == "http_429_then_ok" and self._fails():
@@ -231,73 +360,48 @@ class OraclePolicy:
         return f"<think>Step {step}.</think><tool_call>\n{body}\n</tool_call>"
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    request_queue_size = 256  # hundreds of episodes connect at once: none may be refused
+class ServerProcess:
+    """A ``ChatServer`` in a spawned process of its own, as a model server would be: it shares
+    no interpreter lock with the client it serves, and a client that forks does not inherit
+    its sockets. ``responder`` must pickle (``OraclePolicy`` does); the other arguments are
+    ``ChatServer``'s.
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # a client that gave up (timeout) is expected here, not an error
+        with ServerProcess(OraclePolicy(tasks), keep_alive=True) as server:
+            agent = EndpointAgent(base_url=server.url, model=server.model)
+        server.requests, server.most_connections_open  # what it served, once stopped
+    """
+
+    def __init__(self, responder: Responder, **kwargs: Any) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._queue: Any = context.Queue()
+        self._done = context.Event()
+        self._process = context.Process(target=_serve_process,
+                                        args=(responder, kwargs, self._queue, self._done),
+                                        daemon=True, name="chat-server")
+        self.url = self.model = ""
+        self.requests = self.most_connections_open = 0
+
+    def __enter__(self) -> ServerProcess:
+        self._process.start()
+        self.url, self.model = self._queue.get(timeout=60)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        try:
+            self.requests, self.most_connections_open = self._queue.get(timeout=30)
+        finally:
+            self._process.join(timeout=10)
+            if self._process.is_alive():
+                self._process.kill()
+                self._process.join()
 
 
-def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        # HTTP/1.0 unless keep_alive: one request per connection, so a stopped server is down
-        protocol_version = "HTTP/1.1" if server.keep_alive else "HTTP/1.0"
-        # TCP_NODELAY: the headers and the body are two writes, and with Nagle's algorithm the
-        # second waits for the client's delayed ACK (about 40 ms a request on loopback)
-        disable_nagle_algorithm = True
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-        def do_GET(self) -> None:
-            server._record(Received("GET", self.path, self._headers()))
-            if self.path.rstrip("/") == "/v1/models":
-                self._send(*_json(200, {"object": "list", "data": [
-                    {"id": server.model, "object": "model", "owned_by": "test"}]}))
-            else:
-                self._send(*_error(404, f"no route {self.path}", "NotFoundError"))
-
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length) if length else b""
-            try:
-                body = json.loads(raw)
-            except (UnicodeDecodeError, json.JSONDecodeError):
-                body = None
-            body = body if isinstance(body, dict) else None
-            server._record(Received("POST", self.path, self._headers(), body))
-            if self.path.rstrip("/") != "/v1/chat/completions":
-                self._send(*_error(404, f"no route {self.path}", "NotFoundError"))
-                return
-            with server._lock:
-                server.in_flight += 1
-                server.most_in_flight = max(server.most_in_flight, server.in_flight)
-            try:
-                self._send(*server.reply(body))
-            finally:
-                with server._lock:
-                    server.in_flight -= 1
-
-        def _headers(self) -> dict[str, str]:
-            return {k.lower(): v for k, v in self.headers.items()}
-
-        def _send(self, status: int, content_type: str, payload: bytes) -> None:
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                step = 16 if server.mode == "trickle" and status == 200 else len(payload) or 1
-                for start in range(0, len(payload), step):
-                    if start and server._stop.wait(server.trickle_s):
-                        return
-                    self.wfile.write(payload[start:start + step])
-                    self.wfile.flush()
-            except OSError:
-                pass  # the client hung up
-    return Handler
+def _serve_process(responder: Responder, kwargs: dict[str, Any], queue: Any, done: Any) -> None:
+    with ChatServer(responder=responder, **kwargs) as server:
+        queue.put((server.url, server.model))
+        done.wait()
+        queue.put((len(server.received), server.most_connections_open))
 
 
 def _free_port() -> int:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal, Sequence
+from typing import Any, ClassVar, Literal, Sequence
 from urllib.parse import urlsplit
 
 from compoenv.actions import ToolCall, render_calls
@@ -84,6 +85,10 @@ class EndpointAgent:
     stream: bool = False
     _client: Any = field(default=None, init=False, repr=False)
     _http: Any = field(default=None, init=False, repr=False)
+    _pid: int = field(default=0, init=False, repr=False)  # the process that made _client
+    # it holds no model, only connections it makes where it runs: a forked worker process
+    # plays with its own (compoenv.evaluation.evaluate(workers=...))
+    forkable: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         if self.tool_format not in TOOL_FORMATS:
@@ -104,8 +109,9 @@ class EndpointAgent:
         """The aiohttp session (made on first use: it belongs to the running loop). Requests
         go out as plain JSON: the openai SDK's typed request and response models cost
         milliseconds per call, more than an episode step, and aiohttp's client is the
-        leanest of the maintained async HTTP clients."""
-        if self._client is None:
+        leanest of the maintained async HTTP clients. A process forked from the one that made
+        the session makes its own."""
+        if self._client is None or self._pid != os.getpid():
             try:
                 import aiohttp
             except ImportError:
@@ -116,6 +122,7 @@ class EndpointAgent:
                 timeout=aiohttp.ClientTimeout(total=self.timeout_s),
                 headers={"Authorization": f"Bearer {self.api_key}"},
                 connector=aiohttp.TCPConnector(limit=0))
+            self._pid = os.getpid()
         return self._client
 
     async def aclose(self) -> None:

@@ -32,6 +32,8 @@ class TransformersAgent:
         ValueError: the model or tokenizer cannot be loaded, or has no chat template.
     """
 
+    forkable = False  # the model lives in this process (maybe on a device): never forked
+
     def __init__(self, model_path_or_obj: Any, tokenizer: Any = None,
                  max_new_tokens: int = 512, temperature: float = 0.0,
                  device: str = "cpu") -> None:

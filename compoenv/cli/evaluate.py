@@ -77,6 +77,10 @@ __all__ = ["evaluate_command"]
               show_default=True,
               help="Exit with status 1 when more than this share of the episodes errored "
                    "(the endpoint gave no usable reply).")
+@click.option("--workers", type=click.IntRange(min=0), default=None,
+              help="Processes that play (0 or 1: this one; N: N forked workers, each with "
+                   "a share of --concurrency). Default: forked workers when there are at "
+                   "least 200 episodes to play. Not with --model-path.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON on stdout.")
 @library_option
 def evaluate_command(tasks_path: str, base_url: str | None, model: str | None,
@@ -85,7 +89,7 @@ def evaluate_command(tasks_path: str, base_url: str | None, model: str | None,
                      temperature: float, max_tokens: int, timeout_s: float, retries: int,
                      api_key_env: str, stream: bool, limit: int | None,
                      system_prompt_path: str | None, max_errored: float,
-                     as_json: bool) -> None:
+                     workers: int | None, as_json: bool) -> None:
     """Play a model on a task set k times and write its trajectories and results.
 
     An endpoint is sent one short request first: when it does not answer, the command stops
@@ -94,6 +98,9 @@ def evaluate_command(tasks_path: str, base_url: str | None, model: str | None,
 
     if (base_url is None) == (model_path is None):
         raise click.UsageError("give either --base-url (with --model) or --model-path")
+    if workers is not None and model_path is not None:
+        raise click.UsageError("--workers plays an endpoint in forked processes; a local "
+                               "model (--model-path) plays in this process only")
     _check_out(out)
     system_prompt = None
     if system_prompt_path is not None:
@@ -133,7 +140,7 @@ def evaluate_command(tasks_path: str, base_url: str | None, model: str | None,
                 f"{exc}; nothing was played") from None
     results = evaluate(tasks_path, agent, out, k=k, concurrency=concurrency, mode=mode,
                        max_steps=max_steps, progress=not as_json, limit=limit,
-                       system_prompt=system_prompt)
+                       system_prompt=system_prompt, workers=workers)
     errored = results["errored_episodes"] / results["episodes"] if results["episodes"] else 0.0
     if as_json:
         click.echo(json.dumps(results))

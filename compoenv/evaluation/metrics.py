@@ -108,7 +108,7 @@ class _Rate:
                "pass_rate": round(self.passes / n, 4) if n else 0.0,
                "mean_rubric_score": round(self.rubric_score / n, 4) if n else 0.0}
         if ci:
-            out["pass_rate_ci"] = bootstrap_ci([tuple(c) for c in self.tasks.values()])
+            out["pass_rate_ci"] = bootstrap_ci(_by_task(self.tasks))
         return out
 
 
@@ -152,6 +152,11 @@ def _count_failures(meta: Mapping[str, Any], task: Mapping[str, Any], checked: C
             failed[kind] += 1
             if mark.get("id") in owner:
                 rules[owner[mark["id"]]] += 1
+
+
+def _by_task(counts: Mapping[str, Sequence[int]]) -> list[tuple[int, ...]]:
+    """Per-task counts in the order of the task ids."""
+    return [tuple(counts[tid]) for tid in sorted(counts)]
 
 
 def summarize(records: Iterable[dict[str, Any]], tasks: Mapping[str, Any], k: int
@@ -202,7 +207,9 @@ def summarize(records: Iterable[dict[str, Any]], tasks: Mapping[str, Any], k: in
         results, failed = _error_codes(record)
         tool_calls += results
         codes.update(failed)
-    complete = [counts for counts in per_task.values() if counts[0] >= k]
+    # the bootstrap resamples tasks in the order of their ids, not of the records: the
+    # intervals are the same whatever order the episodes finished in
+    complete = [counts for counts in _by_task(per_task) if counts[0] >= k]
     curves: dict[str, dict[str, float]] = {"pass@k": {}, "pass^k": {}}
     for j in range(1, k + 1):
         at = [pass_at_k(n, c, j) for n, c in complete]
@@ -225,7 +232,7 @@ def summarize(records: Iterable[dict[str, Any]], tasks: Mapping[str, Any], k: in
                    key=lambda f: (abs(f["passes"] / f["episodes"] - 0.5), f["task_id"]))
     return {
         **overall.view(ci=False),
-        "pass_rate_ci": bootstrap_ci([tuple(c) for c in per_task.values()]),
+        "pass_rate_ci": bootstrap_ci(_by_task(per_task)),
         "tasks": len(per_task), "k": k, "errored_episodes": errored,
         "pass_at_k": curves["pass@k"], "pass_hat_k": curves["pass^k"],
         "pass_at_k_ci": intervals["pass@k"], "pass_hat_k_ci": intervals["pass^k"],

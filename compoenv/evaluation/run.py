@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from compoenv.evaluation.metrics import summarize
+from compoenv.evaluation.workers import choose_workers, play_in_workers
 from compoenv.registry import Registry
 from compoenv.rollout import AsyncAgent, play_concurrently
 from compoenv.rollout_results import RolloutStream
@@ -21,13 +22,14 @@ from compoenv.task_check import load_checked
 __all__ = ["evaluate", "TRAJECTORIES", "ERRORS", "RESULTS"]
 
 TRAJECTORIES, ERRORS, RESULTS = "trajectories.jsonl", "errors.jsonl", "results.json"
+_SOURCE = "compoenv-eval"  # the trajectories' source
 
 
 def evaluate(tasks: str | Path | Sequence[Task | dict[str, Any]], agent: AsyncAgent,
              out: str | Path, *, k: int = 1, concurrency: int = 32, mode: str = "gateway",
              max_steps: int | None = None, world_model: Any = None, progress: bool = False,
              registry: Registry | None = None, limit: int | None = None,
-             system_prompt: str | None = None) -> dict[str, Any]:
+             system_prompt: str | None = None, workers: int | None = None) -> dict[str, Any]:
     """Play every task ``k`` times and write the run to the folder ``out``.
 
     ``out/trajectories.jsonl`` gets each finished episode (the trajectory format) as soon as
@@ -43,12 +45,21 @@ def evaluate(tasks: str | Path | Sequence[Task | dict[str, Any]], agent: AsyncAg
     system prompt in what the agent is sent and in the recorded episodes; ``{env_prompt}``
     in it stands for the env's own prompt.
 
+    ``workers`` is how many processes play: 0 or 1 this one (one asyncio loop); N forked
+    worker processes, each with its own loop and a share of ``concurrency`` (the agent must
+    be ``forkable``, as ``EndpointAgent`` is); None (the default) forks up to
+    ``workers.AUTO_WORKERS`` of them (no more than the cores) when there are at least
+    ``workers.AUTO_EPISODES`` episodes to play and the agent is forkable, else plays here.
+    Either way the files and results are the same: the parent writes every record.
+
     Returns:
         The results (what ``results.json`` holds).
 
     Raises:
         TaskFileError: a task line is broken or cannot be played on this library.
-        ValueError: bad counts, or tasks with repeated ids.
+        ValueError: bad counts, tasks with repeated ids, or workers for an agent that
+            cannot be forked.
+        RolloutError: worker processes kept dying, or an episode raised in one.
     """
     if k < 1 or concurrency < 1 or (max_steps is not None and max_steps < 1) or (
             limit is not None and limit < 1):
@@ -65,6 +76,7 @@ def evaluate(tasks: str | Path | Sequence[Task | dict[str, Any]], agent: AsyncAg
     stream = RolloutStream(folder / TRAJECTORIES)
     saved = set(stream.load())  # the records themselves are read again, one at a time, at the end
     todo = [(t, r) for t in loaded for r in range(k) if (t.id, r) not in saved]
+    processes = choose_workers(workers, agent, len(todo), concurrency)
     failures: list[dict[str, Any]] = []
     bar = _Progress(len(loaded) * k, len(saved), enabled=progress)
     start = time.perf_counter()
@@ -82,7 +94,10 @@ def evaluate(tasks: str | Path | Sequence[Task | dict[str, Any]], agent: AsyncAg
                   "registry": registry}
     try:
         with bar:
-            asyncio.run(_play(agent, todo, concurrency, env_kwargs, done))
+            if processes > 1:
+                play_in_workers(agent, todo, concurrency, processes, env_kwargs, _SOURCE, done)
+            else:
+                asyncio.run(_play(agent, todo, concurrency, env_kwargs, done))
     finally:
         stream.close()
     seconds = time.perf_counter() - start
@@ -97,7 +112,8 @@ def evaluate(tasks: str | Path | Sequence[Task | dict[str, Any]], agent: AsyncAg
                         {tid: t.model_dump(mode="json") for tid, t in by_id.items()}, k)
     results["run"] = {"model": getattr(agent, "name", type(agent).__name__), "mode": mode,
                       "max_steps": max_steps, "k": k, "concurrency": concurrency,
-                      "resumed_episodes": len(saved), "played_episodes": len(todo),
+                      "workers": processes, "resumed_episodes": len(saved),
+                      "played_episodes": len(todo),
                       "seconds": round(seconds, 2),
                       "episodes_per_s": round(len(todo) / seconds, 2) if seconds else 0.0}
     (folder / RESULTS).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
@@ -125,6 +141,7 @@ class _Prompted:
 
     def __init__(self, agent: AsyncAgent, prompt: str) -> None:
         self.agent, self.prompt, self.name = agent, prompt, agent.name
+        self.forkable = bool(getattr(agent, "forkable", False))
 
     @staticmethod
     def shown(messages: Sequence[dict[str, Any]], prompt: str) -> list[dict[str, Any]]:
@@ -145,7 +162,7 @@ async def _play(agent: AsyncAgent, todo: list[tuple[Task, int]], concurrency: in
                 env_kwargs: dict[str, Any], done: Any) -> None:
     try:
         await play_concurrently(agent, todo, concurrency=concurrency, env_kwargs=env_kwargs,
-                                source="compoenv-eval", on_record=done, keep=False)
+                                source=_SOURCE, on_record=done, keep=False)
     finally:
         close = getattr(agent, "aclose", None)
         if close is not None:
