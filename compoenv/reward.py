@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from pydantic import BaseModel
@@ -26,7 +26,7 @@ from compoenv.task import (
 
 __all__ = [
     "Outcome", "CriterionResult", "RubricResult", "score_rubric", "completion_focused",
-    "same_value", "normalize_text", "record_dict", "check_criterion", "Shown", "GUARDS",
+    "same_value", "normalize_text", "record_dict", "check_criterion", "scores_full", "Shown", "GUARDS",
     "WRITE_SHARE", "UNDONE", "STATUS_FIELDS", "undone", "scalars", "CRITERION_KINDS", "kind_pass_rates",
     "kind_counts",
 ]
@@ -182,7 +182,17 @@ class RubricResult(BaseModel):
 
 def normalize_text(text: Any) -> str:
     """Casefolded text with punctuation and runs of white space folded to single spaces."""
-    return " " + _PUNCT.sub(" ", str(text).casefold()).strip() + " "
+    if type(text) is str:  # the common case: the same few texts, checked again and again
+        return _normalize_str(text)
+    return _normalize(str(text))
+
+
+def _normalize(text: str) -> str:
+    return " " + _PUNCT.sub(" ", text.casefold()).strip() + " "
+
+
+# bounded; keys and values are strings, so nothing a caller holds can change an entry
+_normalize_str = lru_cache(maxsize=1 << 15)(_normalize)
 
 
 def _as_number(value: Any) -> float | None:
@@ -527,6 +537,11 @@ def score_rubric(rubric: Sequence[Criterion], outcome: Outcome) -> RubricResult:
                                        passed=passed, weight=_weight(c), required=c.required,
                                        detail=detail))
     _distinct(rubric, results, outcome)
+    return _scores(results)
+
+
+def _scores(results: list[CriterionResult]) -> RubricResult:
+    """The scores of checked criteria (``score_rubric``'s mix)."""
     positive = [r for r in results if r.kind not in GUARDS]
     guards = [r for r in results if r.kind in GUARDS]
     work = [r for r in positive if r.required]
@@ -547,6 +562,31 @@ def score_rubric(rubric: Sequence[Criterion], outcome: Outcome) -> RubricResult:
     net = max(0.0, mix - failed_share)
     return RubricResult(criteria=results, rubric_score=min(1.0, score), passed=passed,
                         net_score=min(1.0, net))
+
+
+def scores_full(rubric: Sequence[Criterion], outcome: Outcome) -> bool:
+    """Whether ``score_rubric(rubric, outcome).rubric_score`` is 1.0, checking criteria only
+    until a failed one settles that it is not: one whose failure alone, every other criterion
+    passing, already scores below 1 (scores only fall as more criteria fail)."""
+    results = []
+    for i, c in enumerate(rubric):
+        passed, detail = check_criterion(c, outcome)
+        result = CriterionResult(id=c.id, kind=c.kind, description=c.description,
+                                 passed=passed, weight=_weight(c), required=c.required,
+                                 detail=detail)
+        if not passed and _below_one(rubric, i):
+            return False
+        results.append(result)
+    _distinct(rubric, results, outcome)
+    return _scores(results).rubric_score >= 1.0
+
+
+def _below_one(rubric: Sequence[Criterion], failed: int) -> bool:
+    """Whether the rubric scores below 1.0 when criterion ``failed`` fails and all others
+    pass."""
+    return _scores([CriterionResult(id=c.id, kind=c.kind, description="", passed=i != failed,
+                                    weight=_weight(c), required=c.required)
+                    for i, c in enumerate(rubric)]).rubric_score < 1.0
 
 
 def score_task(task: Task, outcome: Outcome) -> RubricResult:
