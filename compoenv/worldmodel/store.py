@@ -50,6 +50,39 @@ def _seed_of(*parts: Any) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
 
 
+_GENERATED_SIZE = 4096  # answers kept: a few task's worth of replays, a few MB at most
+_GENERATED: dict[tuple[Any, ...], tuple[ToolSpec, Any]] = {}
+
+
+def _generated(request: ToolRequest) -> Any:
+    """``_OFFLINE.answer(request).data`` for a request with no records: a function of the
+    tool, the world (its seed and day), the arguments and the seed, so kept (bounded) for the
+    replays of one task's calls that verification runs; each caller gets a copy of its own."""
+    try:
+        args = json.dumps(request.arguments, sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return _OFFLINE.answer(request).data
+    world = request.world
+    key = (id(request.spec), world.seed, world.today, request.seed, args)
+    hit = _GENERATED.get(key)
+    if hit is not None and hit[0] is request.spec:
+        return _copy(hit[1])
+    data = _OFFLINE.answer(request).data
+    if len(_GENERATED) >= _GENERATED_SIZE:
+        _GENERATED.clear()
+    _GENERATED[key] = (request.spec, _copy(data))
+    return data
+
+
+def _copy(value: Any) -> Any:
+    """A deep copy of JSON-like data (dicts and lists copied, scalars shared)."""
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
 def _text(record: Mapping[str, Any]) -> str:
     """A record's text, where a search looks for its words."""
     return " ".join(v for v in record.values() if isinstance(v, str))
@@ -124,7 +157,7 @@ class ResourceStore:
                     break
                 request = ToolRequest(self._seeders[noun], {}, world, {},
                                       _seed_of(world.seed, self.service, noun, attempt))
-                for record in _OFFLINE.answer(request).data:
+                for record in _generated(request):
                     key = record.get(resource.key) if isinstance(record, dict) else None
                     # the generator leaves some keywords (a key's pattern) to the checks
                     if key not in (None, "") and str(key) not in records \
@@ -178,8 +211,8 @@ class ResourceStore:
             data = self._get(resource, stored, key, gone)
             write = (key, None)
             if not op.returns_record:  # a status of the deletion: what the world model says
-                data = _OFFLINE.answer(ToolRequest(spec, arguments, world, {}, _seed_of(
-                    world.seed, spec.name, arguments))).data
+                data = _generated(ToolRequest(spec, arguments, world, {}, _seed_of(
+                    world.seed, spec.name, arguments)))
         else:
             data = self._update(spec, op, resource, stored, arguments, gone)
             write = (str(arguments[op.param or ""]), data)
@@ -213,8 +246,8 @@ class ResourceStore:
         found = found[-most:]  # the newest, as a page of them
         if op.items is None:
             return found
-        page = _OFFLINE.answer(ToolRequest(spec, arguments, world, {},
-                                           _seed_of(world.seed, spec.name, arguments))).data
+        page = _generated(ToolRequest(spec, arguments, world, {},
+                                      _seed_of(world.seed, spec.name, arguments)))
         return {**page, op.items: found} if isinstance(page, dict) else found
 
     def _create(self, world: World, spec: ToolSpec, resource: Resource,
@@ -230,8 +263,8 @@ class ResourceStore:
         fields = resource.record.get("properties") or {}
         required = spec.parameters.get("required", ())
         told = {k: v for k, v in arguments.items() if k in required or k not in fields}
-        made = _OFFLINE.answer(ToolRequest(spec, told, world, {},
-                                           _seed_of(world.seed, spec.name, told))).data
+        made = _generated(ToolRequest(spec, told, world, {},
+                                      _seed_of(world.seed, spec.name, told)))
         if not isinstance(made, dict):
             return None
         record = {**made, **{k: v for k, v in arguments.items() if k in fields}}
