@@ -110,6 +110,63 @@ def build_businesses(cities: list[str], rng: random.Random) -> dict[str, tuple[B
     Built for every World (one per composed task), so kept cheap: names and web domains are
     made once per kind, and draws go straight to ``rng._randbelow``, the draw behind
     ``randint``, ``choice`` and ``shuffle`` (the same stream, so the same businesses)."""
+    if type(rng) is not random.Random or rng._randbelow.__func__ is not _RANDBELOW:
+        return _build(cities, rng)  # a Random of another kind: its own draws
+    # ``rng._randbelow(n)`` inlined (Random's own: ``getrandbits(n.bit_length())`` until one
+    # falls below n), the same draws without a Python call each: ~5,000 draws per World
+    bits = rng.getrandbits
+    n_streets = len(_STREETS)
+    k_streets = n_streets.bit_length()
+    out: dict[str, tuple[Business, ...]] = {}
+    for kind, names in _KIND_NAMES.items():
+        order = list(range(len(names)))
+        for i in range(len(order) - 1, 0, -1):  # rng.shuffle(order)
+            k = (i + 1).bit_length()
+            j = bits(k)
+            while j > i:
+                j = bits(k)
+            order[i], order[j] = order[j], order[i]
+        made: list[Business] = []
+        used: set[str] = set()
+        n_names = len(order)
+        for city_index, city in enumerate(cities):
+            for k in range(PER_CITY):
+                name, domain = names[order[(city_index * PER_CITY + k) % n_names]]
+                if name in used:  # more cities than names: the city tells them apart
+                    name = f"{name} {city}"
+                    domain = f"{_slug(name)}.com"
+                used.add(name)
+                number = bits(8)  # below(240)
+                while number >= 240:
+                    number = bits(8)
+                street = bits(k_streets)  # below(n_streets)
+                while street >= n_streets:
+                    street = bits(k_streets)
+                area = bits(10)  # below(800)
+                while area >= 800:
+                    area = bits(10)
+                line = bits(14)  # below(9000)
+                while line >= 9000:
+                    line = bits(14)
+                made.append(Business(name, kind, city, f"{1 + number} {_STREETS[street]} Street",
+                                     f"+1 555-{200 + area}-{1000 + line}", domain))
+        out[kind] = tuple(made)
+    return out
+
+
+# each kind's names, in the order of its (first word, second word) pairs, with their domains
+_KIND_NAMES: dict[str, tuple[tuple[str, str], ...]] = {
+    kind: tuple((name, f"{_slug(name)}.com") for name in
+                (pattern.format(a=a, b=b) for a in firsts for b in seconds))
+    for kind, (firsts, seconds, pattern) in _NAMES.items()
+}
+
+
+_RANDBELOW = random.Random._randbelow
+
+
+def _build(cities: list[str], rng: random.Random) -> dict[str, tuple[Business, ...]]:
+    """``build_businesses`` through ``rng``'s own ``_randbelow`` and ``shuffle``."""
     below = rng._randbelow
     n_streets = len(_STREETS)
     out: dict[str, tuple[Business, ...]] = {}
@@ -131,11 +188,3 @@ def build_businesses(cities: list[str], rng: random.Random) -> dict[str, tuple[B
                                      f"+1 555-{area}-{1000 + below(9000)}", domain))
         out[kind] = tuple(made)
     return out
-
-
-# each kind's names, in the order of its (first word, second word) pairs, with their domains
-_KIND_NAMES: dict[str, tuple[tuple[str, str], ...]] = {
-    kind: tuple((name, f"{_slug(name)}.com") for name in
-                (pattern.format(a=a, b=b) for a in firsts for b in seconds))
-    for kind, (firsts, seconds, pattern) in _NAMES.items()
-}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from compoenv._cache import ViewCache
 from compoenv.world import World
@@ -56,6 +57,7 @@ class Token:
     joined: bool
 
 
+@lru_cache(maxsize=1 << 14)  # bounded; a tuple of strings: nothing a caller can change
 def words(text: str) -> tuple[str, ...]:
     """The casefolded words (and numbers) of ``text``."""
     return tuple(t.casefold() for t in _TOKEN.findall(text))
