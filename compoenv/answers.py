@@ -27,8 +27,9 @@ import math
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Mapping  # isinstance checks: typing's alias checks the same, slower
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator
 
 from compoenv._cache import ByIdentity
 from compoenv.text_answers import (
