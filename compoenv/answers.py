@@ -387,21 +387,48 @@ def _reports(target: str, kind: str, message: str, world: World | None) -> bool:
 _COUNT_FIELD = re.compile(r"(?:^|_)counts?$|^(?:num|n)_", re.I)  # "count", "open_count"
 
 
+_MISSING = object()
 _TYPED: dict[tuple[str, Any], tuple[str, str]] = {}
+_PLAIN_TYPED: dict[str, tuple[str, str] | None] = {}
+# the kinds ``kind_of`` tries before any name: read from the text alone, whatever the World
+_PLAIN_KINDS = ("url", "email", "datetime", "date", "phone", "id", "integer", "decimal")
+_NAME_KINDS = ("person", "organization", "city", "title")
 
 
 def _typed(text: str, world: World | None) -> tuple[str, str]:
-    """``kind_of`` and ``canonical`` of a value, kept per World (the same ids, dates and
-    amounts come back in every replay of a task)."""
-    key = (text, None if world is None else (world.seed, world.today))
+    """``kind_of`` and ``canonical`` of a value: what the text alone settles (an id, a date,
+    an amount) kept once for every World, what takes the World's names kept per World (the
+    same ids, dates and amounts come back in every replay of a task, and in other worlds)."""
+    plain = _PLAIN_TYPED.get(text, _MISSING)
+    if plain is _MISSING:
+        plain = _plain_typed(text)
+        if len(_PLAIN_TYPED) >= 200_000:
+            _PLAIN_TYPED.clear()
+        _PLAIN_TYPED[text] = plain
+    if plain is not None:
+        return plain
+    if world is None:
+        return "text", text
+    key = (text, (world.seed, world.today))
     hit = _TYPED.get(key)
     if hit is None:
-        kind = kind_of(text, world)
-        hit = (kind, canonical(text, kind, world) if kind != "text" else text)
+        # the kinds of names, in kind_of's order, else text
+        mentions = read_mentions(text, world, frozenset(_NAME_KINDS))
+        hit = next(((kind, canonical(text, kind, world)) for kind in _NAME_KINDS
+                    if mentions.of(kind) and _whole(text, kind, world)), ("text", text))
         if len(_TYPED) >= 200_000:
             _TYPED.clear()
         _TYPED[key] = hit
     return hit
+
+
+def _plain_typed(text: str) -> tuple[str, str] | None:
+    """``_typed`` of a value of a kind ``kind_of`` reads before names, else None."""
+    mentions = read_mentions(text, None, frozenset(_PLAIN_KINDS))
+    for kind in _PLAIN_KINDS:
+        if mentions.of(kind) and _whole(text, kind, None):
+            return kind, canonical(text, kind, None)
+    return None
 
 
 def worked_values(calls: Iterable[Any], is_write: Callable[[str], bool],
