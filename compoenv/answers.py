@@ -479,7 +479,7 @@ def worked_values(calls: Iterable[Any], is_write: Callable[[str], bool],
 
 def _scalars(value: Any, depth: int = 0) -> Iterator[Any]:
     """The strings and numbers a JSON value holds (not booleans; not deeper than 4 levels)."""
-    if isinstance(value, Mapping) and depth < 4:
+    if (type(value) is dict or isinstance(value, Mapping)) and depth < 4:
         for item in value.values():
             yield from _scalars(item, depth + 1)
     elif isinstance(value, (list, tuple)) and depth < 4:
@@ -491,7 +491,7 @@ def _scalars(value: Any, depth: int = 0) -> Iterator[Any]:
 
 def _counts(value: Any, depth: int = 0) -> Iterator[int]:
     """How many items each list of a JSON value holds, and the values of its count fields."""
-    if isinstance(value, Mapping) and depth < 4:
+    if (type(value) is dict or isinstance(value, Mapping)) and depth < 4:
         for key, item in value.items():
             if (isinstance(item, int) and not isinstance(item, bool) and isinstance(key, str)
                     and _COUNT_FIELD.search(key) and 0 <= item < 10**9):

@@ -100,9 +100,12 @@ def scalars(value: Any) -> Iterator[Any]:
     stack = [value]
     while stack:
         item = stack.pop()
-        if isinstance(item, Mapping):
+        kind = type(item)  # the plain types first: no ABC check for them
+        if kind is str:
+            yield item
+        elif kind is dict or isinstance(item, Mapping):
             stack.extend(item.values())
-        elif isinstance(item, (list, tuple)):
+        elif kind is list or isinstance(item, (list, tuple)):
             stack.extend(item)
         else:
             yield item

@@ -88,7 +88,7 @@ class _Names:
 def _names(world: World) -> _Names:
     """People, organisations, businesses, job titles and cities named in several words."""
     every = [p.name for p in world.people] + [o.name for o in world.orgs]
-    every += [b.name for kind in world.businesses.values() for b in kind]
+    every += [name for kind in world.businesses for name, _ in world.businesses.names(kind)]
     every += [p.title for p in world.people] + [c.name for c in world.cities]
     index: dict[str, set[tuple[str, ...]]] = {}
     for name in every:

@@ -259,8 +259,9 @@ class World:
         """Lower-cased name -> (kind, index) of the business called that (the last one)."""
         found: dict[str, tuple[str, int]] = {}
         for kind in self.businesses:
-            found.update((name.lower(), (kind, i))
-                         for i, (name, _) in enumerate(self.businesses.names(kind)))
+            named = self.businesses.names(kind)
+            found.update(zip([name.lower() for name, _ in named],
+                             [(kind, i) for i in range(len(named))]))
         return found
 
     def owner_of(self, domain: str) -> Organization | Business | None:
