@@ -393,6 +393,7 @@ _PLAIN_TYPED: dict[str, tuple[str, str] | None] = {}
 # the kinds ``kind_of`` tries before any name: read from the text alone, whatever the World
 _PLAIN_KINDS = ("url", "email", "datetime", "date", "phone", "id", "integer", "decimal")
 _NAME_KINDS = ("person", "organization", "city", "title")
+_DIGIT = re.compile(r"[0-9]")
 
 
 def _typed(text: str, world: World | None) -> tuple[str, str]:
@@ -424,6 +425,8 @@ def _typed(text: str, world: World | None) -> tuple[str, str]:
 
 def _plain_typed(text: str) -> tuple[str, str] | None:
     """``_typed`` of a value of a kind ``kind_of`` reads before names, else None."""
+    if text.isascii() and "@" not in text and "://" not in text and not _DIGIT.search(text):
+        return None  # each of those kinds is read from a digit, an "@" or a "://"
     mentions = read_mentions(text, None, frozenset(_PLAIN_KINDS))
     for kind in _PLAIN_KINDS:
         if mentions.of(kind) and _whole(text, kind, None):
