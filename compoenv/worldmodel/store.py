@@ -24,6 +24,7 @@ import random
 import re
 from typing import Any, ClassVar, Mapping
 
+from compoenv._cache import thawed
 from compoenv.crud import get_or_404, next_id, norm, search
 from compoenv.schema import free_text, is_valid
 from compoenv.service import Service, ToolError, ToolResult, ToolSpec, ok
@@ -66,21 +67,12 @@ def _generated(request: ToolRequest) -> Any:
     key = (id(request.spec), world.seed, world.today, request.seed, args)
     hit = _GENERATED.get(key)
     if hit is not None and hit[0] is request.spec:
-        return _copy(hit[1])
+        return thawed(hit[1])
     data = _OFFLINE.answer(request).data
     if len(_GENERATED) >= _GENERATED_SIZE:
         _GENERATED.clear()
-    _GENERATED[key] = (request.spec, _copy(data))
+    _GENERATED[key] = (request.spec, thawed(data))
     return data
-
-
-def _copy(value: Any) -> Any:
-    """A deep copy of JSON-like data (dicts and lists copied, scalars shared)."""
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    return value
 
 
 def _text(record: Mapping[str, Any]) -> str:
