@@ -27,8 +27,9 @@ import math
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Mapping  # isinstance checks: typing's alias checks the same, slower
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator
 
 from compoenv._cache import ByIdentity
 from compoenv.text_answers import (
@@ -386,21 +387,51 @@ def _reports(target: str, kind: str, message: str, world: World | None) -> bool:
 _COUNT_FIELD = re.compile(r"(?:^|_)counts?$|^(?:num|n)_", re.I)  # "count", "open_count"
 
 
+_MISSING = object()
 _TYPED: dict[tuple[str, Any], tuple[str, str]] = {}
+_PLAIN_TYPED: dict[str, tuple[str, str] | None] = {}
+# the kinds ``kind_of`` tries before any name: read from the text alone, whatever the World
+_PLAIN_KINDS = ("url", "email", "datetime", "date", "phone", "id", "integer", "decimal")
+_NAME_KINDS = ("person", "organization", "city", "title")
+_DIGIT = re.compile(r"[0-9]")
 
 
 def _typed(text: str, world: World | None) -> tuple[str, str]:
-    """``kind_of`` and ``canonical`` of a value, kept per World (the same ids, dates and
-    amounts come back in every replay of a task)."""
-    key = (text, None if world is None else (world.seed, world.today))
+    """``kind_of`` and ``canonical`` of a value: what the text alone settles (an id, a date,
+    an amount) kept once for every World, what takes the World's names kept per World (the
+    same ids, dates and amounts come back in every replay of a task, and in other worlds)."""
+    plain = _PLAIN_TYPED.get(text, _MISSING)
+    if plain is _MISSING:
+        plain = _plain_typed(text)
+        if len(_PLAIN_TYPED) >= 200_000:
+            _PLAIN_TYPED.clear()
+        _PLAIN_TYPED[text] = plain
+    if plain is not None:
+        return plain
+    if world is None:
+        return "text", text
+    key = (text, (world.seed, world.today))
     hit = _TYPED.get(key)
     if hit is None:
-        kind = kind_of(text, world)
-        hit = (kind, canonical(text, kind, world) if kind != "text" else text)
+        # the kinds of names, in kind_of's order, else text
+        mentions = read_mentions(text, world, frozenset(_NAME_KINDS))
+        hit = next(((kind, canonical(text, kind, world)) for kind in _NAME_KINDS
+                    if mentions.of(kind) and _whole(text, kind, world)), ("text", text))
         if len(_TYPED) >= 200_000:
             _TYPED.clear()
         _TYPED[key] = hit
     return hit
+
+
+def _plain_typed(text: str) -> tuple[str, str] | None:
+    """``_typed`` of a value of a kind ``kind_of`` reads before names, else None."""
+    if text.isascii() and "@" not in text and "://" not in text and not _DIGIT.search(text):
+        return None  # each of those kinds is read from a digit, an "@" or a "://"
+    mentions = read_mentions(text, None, frozenset(_PLAIN_KINDS))
+    for kind in _PLAIN_KINDS:
+        if mentions.of(kind) and _whole(text, kind, None):
+            return kind, canonical(text, kind, None)
+    return None
 
 
 def worked_values(calls: Iterable[Any], is_write: Callable[[str], bool],
@@ -451,7 +482,7 @@ def worked_values(calls: Iterable[Any], is_write: Callable[[str], bool],
 
 def _scalars(value: Any, depth: int = 0) -> Iterator[Any]:
     """The strings and numbers a JSON value holds (not booleans; not deeper than 4 levels)."""
-    if isinstance(value, Mapping) and depth < 4:
+    if (type(value) is dict or isinstance(value, Mapping)) and depth < 4:
         for item in value.values():
             yield from _scalars(item, depth + 1)
     elif isinstance(value, (list, tuple)) and depth < 4:
@@ -463,7 +494,7 @@ def _scalars(value: Any, depth: int = 0) -> Iterator[Any]:
 
 def _counts(value: Any, depth: int = 0) -> Iterator[int]:
     """How many items each list of a JSON value holds, and the values of its count fields."""
-    if isinstance(value, Mapping) and depth < 4:
+    if (type(value) is dict or isinstance(value, Mapping)) and depth < 4:
         for key, item in value.items():
             if (isinstance(item, int) and not isinstance(item, bool) and isinstance(key, str)
                     and _COUNT_FIELD.search(key) and 0 <= item < 10**9):

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Iterator, Mapping
 from typing import NamedTuple
 
-__all__ = ["Business", "KINDS", "build_businesses"]
+__all__ = ["Business", "Businesses", "KINDS", "build_businesses", "draw_businesses"]
 
 
 class Business(NamedTuple):
@@ -105,18 +106,119 @@ _NOT_ALNUM = re.compile(r"[\W_]+")
 
 
 def build_businesses(cities: list[str], rng: random.Random) -> dict[str, tuple[Business, ...]]:
-    """``PER_CITY`` businesses of every kind in every city, with distinct names per kind.
+    """``PER_CITY`` businesses of every kind in every city, with distinct names per kind."""
+    return dict(draw_businesses(cities, rng))
 
-    Built for every World (one per composed task), so kept cheap: names and web domains are
-    made once per kind, and draws go straight to ``rng._randbelow``, the draw behind
-    ``randint``, ``choice`` and ``shuffle`` (the same stream, so the same businesses)."""
+
+def draw_businesses(cities: list[str], rng: random.Random) -> Businesses:
+    """``build_businesses``, its businesses made only when a kind is first asked for.
+
+    Drawn for every World (one per composed task), so kept cheap: every draw is made now (a
+    kind's draws follow the kinds before it in ``rng``'s stream), names and web domains are
+    made once per kind, and draws go straight to ``rng.getrandbits``, as ``rng._randbelow``
+    (the draw behind ``randint``, ``choice`` and ``shuffle``) makes them: the same stream, so
+    the same businesses."""
+    if type(rng) is not random.Random or rng._randbelow.__func__ is not _RANDBELOW:
+        return _draw(cities, rng)  # a Random of another kind: its own draws
+    # ``rng._randbelow(n)`` inlined (Random's own: ``getrandbits(n.bit_length())`` until one
+    # falls below n), the same draws without a Python call each: ~5,000 draws per World
+    bits = rng.getrandbits
+    n_streets = len(_STREETS)
+    k_streets = n_streets.bit_length()
+    drawn: dict[str, tuple[list[tuple[str, str]], list[tuple[int, int, int, int]]]] = {}
+    for kind, names in _KIND_NAMES.items():
+        order = list(range(len(names)))
+        for i in range(len(order) - 1, 0, -1):  # rng.shuffle(order)
+            k = (i + 1).bit_length()
+            j = bits(k)
+            while j > i:
+                j = bits(k)
+            order[i], order[j] = order[j], order[i]
+        named: list[tuple[str, str]] = []
+        numbers: list[tuple[int, int, int, int]] = []
+        used: set[str] = set()
+        n_names = len(order)
+        for city_index, city in enumerate(cities):
+            for k in range(PER_CITY):
+                name, domain = names[order[(city_index * PER_CITY + k) % n_names]]
+                if name in used:  # more cities than names: the city tells them apart
+                    name = f"{name} {city}"
+                    domain = f"{_slug(name)}.com"
+                used.add(name)
+                named.append((name, domain))
+                number = bits(8)  # below(240)
+                while number >= 240:
+                    number = bits(8)
+                street = bits(k_streets)  # below(n_streets)
+                while street >= n_streets:
+                    street = bits(k_streets)
+                area = bits(10)  # below(800)
+                while area >= 800:
+                    area = bits(10)
+                line = bits(14)  # below(9000)
+                while line >= 9000:
+                    line = bits(14)
+                numbers.append((number, street, area, line))
+        drawn[kind] = (named, numbers)
+    return Businesses(cities, drawn)
+
+
+class Businesses(Mapping[str, tuple[Business, ...]]):
+    """A World's businesses by kind (read-only): drawn at once, each kind's made on first use.
+
+    ``names(kind)`` gives a kind's (name, web domain) pairs, in order, without making them."""
+
+    __slots__ = ("_cities", "_drawn", "_made")
+
+    def __init__(self, cities: list[str],
+                 drawn: dict[str, tuple[list[tuple[str, str]], list[tuple[int, int, int, int]]]]
+                 ) -> None:
+        self._cities = cities
+        self._drawn = drawn
+        self._made: dict[str, tuple[Business, ...]] = {}
+
+    def __getitem__(self, kind: str) -> tuple[Business, ...]:
+        made = self._made.get(kind)
+        if made is None:
+            named, numbers = self._drawn[kind]
+            cities = [city for city in self._cities for _ in range(PER_CITY)]
+            made = self._made[kind] = tuple(
+                Business(name, kind, city, f"{1 + number} {_STREETS[street]} Street",
+                         f"+1 555-{200 + area}-{1000 + line}", domain)
+                for (name, domain), (number, street, area, line), city
+                in zip(named, numbers, cities))
+        return made
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._drawn)
+
+    def __len__(self) -> int:
+        return len(self._drawn)
+
+    def __contains__(self, kind: object) -> bool:
+        return kind in self._drawn
+
+    def names(self, kind: str) -> list[tuple[str, str]]:
+        """The (name, web domain) of each business of ``kind``, in order (a copy)."""
+        return list(self._drawn[kind][0])
+
+    def __repr__(self) -> str:
+        return f"Businesses({dict(self)!r})"
+
+
+_RANDBELOW = random.Random._randbelow
+
+
+def _draw(cities: list[str], rng: random.Random) -> Businesses:
+    """``draw_businesses`` through ``rng``'s own ``_randbelow`` and ``shuffle``."""
     below = rng._randbelow
     n_streets = len(_STREETS)
-    out: dict[str, tuple[Business, ...]] = {}
+    drawn: dict[str, tuple[list[tuple[str, str]], list[tuple[int, int, int, int]]]] = {}
     for kind, names in _KIND_NAMES.items():
         order = list(range(len(names)))
         rng.shuffle(order)
-        made: list[Business] = []
+        named: list[tuple[str, str]] = []
+        numbers: list[tuple[int, int, int, int]] = []
         used: set[str] = set()
         for city_index, city in enumerate(cities):
             for k in range(PER_CITY):
@@ -125,12 +227,10 @@ def build_businesses(cities: list[str], rng: random.Random) -> dict[str, tuple[B
                     name = f"{name} {city}"
                     domain = f"{_slug(name)}.com"
                 used.add(name)
-                street = f"{1 + below(240)} {_STREETS[below(n_streets)]} Street"
-                area = 200 + below(800)
-                made.append(Business(name, kind, city, street,
-                                     f"+1 555-{area}-{1000 + below(9000)}", domain))
-        out[kind] = tuple(made)
-    return out
+                named.append((name, domain))
+                numbers.append((below(240), below(n_streets), below(800), below(9000)))
+        drawn[kind] = (named, numbers)
+    return Businesses(cities, drawn)
 
 
 # each kind's names, in the order of its (first word, second word) pairs, with their domains
@@ -139,3 +239,4 @@ _KIND_NAMES: dict[str, tuple[tuple[str, str], ...]] = {
                 (pattern.format(a=a, b=b) for a in firsts for b in seconds))
     for kind, (firsts, seconds, pattern) in _NAMES.items()
 }
+

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping  # isinstance checks: typing's alias checks the same, slower
 from dataclasses import dataclass
-from functools import cached_property
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from functools import cached_property, lru_cache
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
 from pydantic import BaseModel
 
@@ -26,7 +27,7 @@ from compoenv.task import (
 
 __all__ = [
     "Outcome", "CriterionResult", "RubricResult", "score_rubric", "completion_focused",
-    "same_value", "normalize_text", "record_dict", "check_criterion", "Shown", "GUARDS",
+    "same_value", "normalize_text", "record_dict", "check_criterion", "scores_full", "Shown", "GUARDS",
     "WRITE_SHARE", "UNDONE", "STATUS_FIELDS", "undone", "scalars", "CRITERION_KINDS", "kind_pass_rates",
     "kind_counts",
 ]
@@ -99,9 +100,12 @@ def scalars(value: Any) -> Iterator[Any]:
     stack = [value]
     while stack:
         item = stack.pop()
-        if isinstance(item, Mapping):
+        kind = type(item)  # the plain types first: no ABC check for them
+        if kind is str:
+            yield item
+        elif kind is dict or isinstance(item, Mapping):
             stack.extend(item.values())
-        elif isinstance(item, (list, tuple)):
+        elif kind is list or isinstance(item, (list, tuple)):
             stack.extend(item)
         else:
             yield item
@@ -122,12 +126,17 @@ class Shown:
         numbers: set[float] = set()
         texts: set[str] = set()
         for item in scalars(list(results)):
-            if item is None or isinstance(item, bool):
+            if type(item) is str:  # most are: their facts are kept (``_shown_text``)
+                number, text = _shown_text(item)
+            elif item is None or isinstance(item, bool):
                 continue
-            number = _as_number(item)
+            else:
+                number, text = _as_number(item), normalize_text(item)
+                if number is not None:
+                    number = round(number, 2)
             if number is not None:
-                numbers.add(round(number, 2))
-            texts.add(normalize_text(item))
+                numbers.add(number)
+            texts.add(text)
         return cls(numbers, texts)
 
     def has(self, value: Any) -> bool:
@@ -182,7 +191,25 @@ class RubricResult(BaseModel):
 
 def normalize_text(text: Any) -> str:
     """Casefolded text with punctuation and runs of white space folded to single spaces."""
-    return " " + _PUNCT.sub(" ", str(text).casefold()).strip() + " "
+    if type(text) is str:  # the common case: the same few texts, checked again and again
+        return _normalize_str(text)
+    return _normalize(str(text))
+
+
+def _normalize(text: str) -> str:
+    return " " + _PUNCT.sub(" ", text.casefold()).strip() + " "
+
+
+# bounded; keys and values are strings, so nothing a caller holds can change an entry
+_normalize_str = lru_cache(maxsize=1 << 15)(_normalize)
+
+
+@lru_cache(maxsize=1 << 15)  # bounded; a number and a string: nothing a caller can change
+def _shown_text(value: str) -> tuple[float | None, str]:
+    """A shown string's number (rounded to cents, as ``Shown`` keeps it), if it is one, and
+    its normalised text."""
+    number = _as_number(value)
+    return (None if number is None else round(number, 2)), normalize_text(value)
 
 
 def _as_number(value: Any) -> float | None:
@@ -527,14 +554,28 @@ def score_rubric(rubric: Sequence[Criterion], outcome: Outcome) -> RubricResult:
                                        passed=passed, weight=_weight(c), required=c.required,
                                        detail=detail))
     _distinct(rubric, results, outcome)
+    return _scores(results)
+
+
+def _scores(results: list[CriterionResult]) -> RubricResult:
+    """The scores of checked criteria (``score_rubric``'s mix)."""
+    score, passed, net, worked = _mix(results)
+    if not worked:
+        return RubricResult(criteria=results, rubric_score=score, passed=passed, net_score=net,
+                            worked=False)
+    return RubricResult(criteria=results, rubric_score=score, passed=passed, net_score=net)
+
+
+def _mix(results: Sequence[Any]) -> tuple[float, bool, float, bool]:
+    """(rubric_score, passed, net_score, worked) of checked criteria: anything with their
+    ``kind``, ``required``, ``weight`` and ``passed``."""
     positive = [r for r in results if r.kind not in GUARDS]
     guards = [r for r in results if r.kind in GUARDS]
     work = [r for r in positive if r.required]
     worked = any(r.passed for r in work) if work else True
     passed = all(r.passed for r in results if r.required)
     if not worked:
-        return RubricResult(criteria=results, rubric_score=0.0, passed=False, net_score=0.0,
-                            worked=False)
+        return 0.0, False, 0.0, False
     writes = [r for r in work if r.kind in ("state", "call")]
     rest = [r for r in positive if not (r.required and r.kind in ("state", "call"))]
     if writes and rest:
@@ -545,8 +586,39 @@ def score_rubric(rubric: Sequence[Criterion], outcome: Outcome) -> RubricResult:
     failed_share = 1.0 - _mean(guards) if guards else 0.0
     score = 0.0 if damaged else mix
     net = max(0.0, mix - failed_share)
-    return RubricResult(criteria=results, rubric_score=min(1.0, score), passed=passed,
-                        net_score=min(1.0, net))
+    return min(1.0, score), passed, min(1.0, net), True
+
+
+class _Checked(NamedTuple):
+    """What ``_mix`` reads of a criterion's result."""
+
+    kind: str
+    required: bool
+    weight: float
+    passed: bool
+
+
+def scores_full(rubric: Sequence[Criterion], outcome: Outcome) -> bool:
+    """Whether ``score_rubric(rubric, outcome).rubric_score`` is 1.0, checking criteria only
+    until a failed one settles that it is not: one whose failure alone, every other criterion
+    passing, already scores below 1 (scores only fall as more criteria fail)."""
+    results = []
+    for i, c in enumerate(rubric):
+        passed, detail = check_criterion(c, outcome)
+        if not passed and _below_one(rubric, i):
+            return False
+        results.append(CriterionResult(id=c.id, kind=c.kind, description=c.description,
+                                       passed=passed, weight=_weight(c), required=c.required,
+                                       detail=detail))
+    _distinct(rubric, results, outcome)
+    return _mix(results)[0] >= 1.0
+
+
+def _below_one(rubric: Sequence[Criterion], failed: int) -> bool:
+    """Whether the rubric scores below 1.0 when criterion ``failed`` fails and all others
+    pass."""
+    return _mix([_Checked(c.kind, c.required, _weight(c), i != failed)
+                 for i, c in enumerate(rubric)])[0] < 1.0
 
 
 def score_task(task: Task, outcome: Outcome) -> RubricResult:

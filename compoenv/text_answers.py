@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from compoenv._cache import ViewCache
 from compoenv.world import World
@@ -56,6 +57,7 @@ class Token:
     joined: bool
 
 
+@lru_cache(maxsize=1 << 14)  # bounded; a tuple of strings: nothing a caller can change
 def words(text: str) -> tuple[str, ...]:
     """The casefolded words (and numbers) of ``text``."""
     return tuple(t.casefold() for t in _TOKEN.findall(text))
@@ -86,7 +88,7 @@ class _Names:
 def _names(world: World) -> _Names:
     """People, organisations, businesses, job titles and cities named in several words."""
     every = [p.name for p in world.people] + [o.name for o in world.orgs]
-    every += [b.name for kind in world.businesses.values() for b in kind]
+    every += [name for kind in world.businesses for name, _ in world.businesses.names(kind)]
     every += [p.title for p in world.people] + [c.name for c in world.cities]
     index: dict[str, set[tuple[str, ...]]] = {}
     for name in every:

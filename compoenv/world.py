@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 from functools import cached_property
 
 from compoenv._cache import SharedCache
-from compoenv.businesses import PER_CITY, Business, build_businesses
+from compoenv.businesses import PER_CITY, Business, Businesses, draw_businesses
 from compoenv.interfaces import Address
 
 __all__ = ["World", "Person", "Organization", "CityInfo", "Business", "DEFAULT_TODAY",
@@ -228,46 +228,54 @@ class World:
 
     # -- businesses and relations ----------------------------------------------------------
     @cached_property
-    def businesses(self) -> dict[str, tuple[Business, ...]]:
+    def businesses(self) -> Businesses:
         """Businesses people deal with, by kind (restaurant, gym, hotel, pharmacy, insurer,
         airline, bank, vendor, venue, parking_operator, clinic, car_rental, agency,
-        publisher): a few of each kind in every city, with names that fit the kind."""
-        return build_businesses([c.name for c in self.cities], self.rng("businesses"))
+        publisher): a few of each kind in every city, with names that fit the kind (a
+        read-only mapping; a kind's businesses are made when first asked for)."""
+        return draw_businesses([c.name for c in self.cities], self.rng("businesses"))
 
     def businesses_in(self, kind: str, city: str | None = None) -> tuple[Business, ...]:
         """The businesses of ``kind`` (in ``city``, if given)."""
         if city is None:
             return self.businesses.get(kind, ())
-        return self._businesses_by_place.get((kind, city), ())
+        place = self._city_index.get(city)
+        if place is None or kind not in self.businesses:
+            return ()
+        # each kind lists its businesses city by city, PER_CITY of each, in the cities' order
+        return self.businesses[kind][place * PER_CITY:(place + 1) * PER_CITY]
 
     @cached_property
-    def _businesses_by_place(self) -> dict[tuple[str, str], tuple[Business, ...]]:
-        # each kind lists its businesses city by city, PER_CITY of each, in the cities' order
-        return {(kind, city.name): found[k * PER_CITY:(k + 1) * PER_CITY]
-                for kind, found in self.businesses.items()
-                for k, city in enumerate(self.cities)}
+    def _city_index(self) -> dict[str, int]:
+        return {city.name: k for k, city in enumerate(self.cities)}
 
     def business(self, name: str) -> Business | None:
         """The business called ``name`` (case-insensitive), if any."""
-        return self._businesses_by_name.get(name.strip().lower())
+        found = self._businesses_by_name.get(name.strip().lower())
+        return None if found is None else self.businesses[found[0]][found[1]]
 
     @cached_property
-    def _businesses_by_name(self) -> dict[str, Business]:
-        found: dict[str, Business] = {}
-        for kind in self.businesses.values():
-            found.update(zip([b.name.lower() for b in kind], kind))
+    def _businesses_by_name(self) -> dict[str, tuple[str, int]]:
+        """Lower-cased name -> (kind, index) of the business called that (the last one)."""
+        found: dict[str, tuple[str, int]] = {}
+        for kind in self.businesses:
+            named = self.businesses.names(kind)
+            found.update(zip([name.lower() for name, _ in named],
+                             [(kind, i) for i in range(len(named))]))
         return found
 
     def owner_of(self, domain: str) -> Organization | Business | None:
         """The organisation or business whose web domain is ``domain``, if any."""
-        return self._by_domain.get(domain.strip().lower().removeprefix("www."))
+        found = self._by_domain.get(domain.strip().lower().removeprefix("www."))
+        return self.businesses[found[0]][found[1]] if isinstance(found, tuple) else found
 
     @cached_property
-    def _by_domain(self) -> dict[str, Organization | Business]:
-        found: dict[str, Organization | Business] = {o.domain: o for o in self.orgs}
-        for kind in self.businesses.values():
-            for b in kind:
-                found.setdefault(b.domain, b)
+    def _by_domain(self) -> dict[str, Organization | tuple[str, int]]:
+        """Web domain -> its organisation, else (kind, index) of the first business there."""
+        found: dict[str, Organization | tuple[str, int]] = {o.domain: o for o in self.orgs}
+        for kind in self.businesses:
+            for i, (_, domain) in enumerate(self.businesses.names(kind)):
+                found.setdefault(domain, (kind, i))
         return found
 
     def organization(self, name: str) -> Organization | None:

@@ -9,7 +9,7 @@ from compoenv.compose.rubric import STATUS_FIELDS, answer_text
 from compoenv.compose.walk import Rejected, Walk
 from compoenv.registry import Registry, RegistryError
 from compoenv.reward import (
-    GUARDS, Outcome, RubricResult, check_criterion, normalize_text, score_rubric,
+    GUARDS, Outcome, RubricResult, check_criterion, normalize_text, score_rubric, scores_full,
 )
 from compoenv.schema import brief, extract, free_text
 from compoenv.session import Session
@@ -81,7 +81,9 @@ def verify_task(task: Task, registry: Registry | None = None) -> None:
         if problem is not None:
             raise Rejected("identity", f"{problem} in {call.name}({brief(call.arguments)})",
                            (call.name,))
-    wrong = _one_wrong_argument(task, registry)
+    # what the rubric holds, normalised: the same for every call's check
+    graded = _graded_texts(task) if task.guidance != "steps" else set()
+    wrong = _one_wrong_argument(task, registry, graded)
     explicit = _explicit_optional(task, registry)
     branch_at = {i for i, _ in explicit} | ({wrong[0]} if wrong is not None else set())
     session, points = _session(task, registry), {}
@@ -118,8 +120,7 @@ def verify_task(task: Task, registry: Registry | None = None) -> None:
     if wrong is not None:
         index, changed = wrong
         # scored whole: two criteria alike (two emails to one person) need a call each
-        if score_rubric(task.rubric, _variant(task, session, points[index], index,
-                                              changed)).rubric_score >= 1.0:
+        if scores_full(task.rubric, _variant(task, session, points[index], index, changed)):
             raise Rejected("insensitive", "a solution with a wrong argument still scores 1.0",
                            (changed.name,))
 
@@ -159,6 +160,7 @@ def verify_alternative(walk: Walk, task: Task, registry: Registry | None = None)
     first = [i for i in reads[:1] if all(b.source is None for b in walk.steps[i].bindings)]
     plan = first + plan + reads[-1:]
     session = _session(task, registry)
+    graded = _graded_texts(task)
     results: dict[int, Any] = {}
     for index in plan:
         step = walk.steps[index]
@@ -174,7 +176,7 @@ def verify_alternative(walk: Walk, task: Task, registry: Registry | None = None)
             args[b.param] = found[0] if found and found != extract(
                 walk.steps[b.source].result, b.path) else b.value
         call = Call(name=call.name, arguments=args)
-        free = sorted(free_wording(task, call, registry))
+        free = sorted(free_wording(task, call, registry, graded))
         said = list(dict.fromkeys(facts.get(call.name, [])))
         for k, param in enumerate(free):
             args[param] = ("Following up as discussed, thank you." if k else
@@ -241,30 +243,35 @@ def _explicit_optional(task: Task, registry: Registry) -> list[tuple[int, Call]]
     return out
 
 
-def _one_wrong_argument(task: Task, registry: Registry) -> tuple[int, Call] | None:
+def _one_wrong_argument(task: Task, registry: Registry,
+                        graded: set[str] | None = None) -> tuple[int, Call] | None:
     """The last string argument of the solution changed: (call index, changed call). Not
     wording a goal-level request leaves to the agent (``free_wording``), nor a read's."""
     for i in range(len(task.solution) - 1, -1, -1):
         call = task.solution[i]
         if task.guidance != "steps" and _read_only(call.name, registry):
             continue  # an outcome rubric leaves the reads to the agent
-        free = free_wording(task, call, registry)
+        free = free_wording(task, call, registry, graded)
         for key, value in call.arguments.items():
             if isinstance(value, str) and value and key not in free:
                 return i, Call(name=call.name, arguments={**call.arguments, key: value + "x"})
     return None
 
 
-def free_wording(task: Task, call: Call, registry: Registry) -> set[str]:
+def free_wording(task: Task, call: Call, registry: Registry,
+                 graded: set[str] | None = None) -> set[str]:
     """The parameters of a solution call whose wording the task leaves to the agent: in a
-    goal-level task, free text (a subject, a body) whose value no criterion holds."""
+    goal-level task, free text (a subject, a body) whose value no criterion holds.
+    ``graded``: the task's ``_graded_texts``, when the caller has them already (checking
+    several calls of one task)."""
     if task.guidance == "steps":
         return set()
     try:
         props = registry.spec(call.name).parameters.get("properties", {})
     except RegistryError:
         return set()
-    graded = _graded_texts(task)
+    if graded is None:
+        graded = _graded_texts(task)
     return {p for p, v in call.arguments.items() if isinstance(v, str)
             and free_text(props.get(p, {})) and normalize_text(v) not in graded}
 

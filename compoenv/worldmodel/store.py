@@ -24,6 +24,7 @@ import random
 import re
 from typing import Any, ClassVar, Mapping
 
+from compoenv._cache import thawed
 from compoenv.crud import get_or_404, next_id, norm, search
 from compoenv.schema import free_text, is_valid
 from compoenv.service import Service, ToolError, ToolResult, ToolSpec, ok
@@ -48,6 +49,30 @@ _OFFLINE = OfflineWorldModel()
 def _seed_of(*parts: Any) -> int:
     text = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
+
+
+_GENERATED_SIZE = 4096  # answers kept: a few task's worth of replays, a few MB at most
+_GENERATED: dict[tuple[Any, ...], tuple[ToolSpec, Any]] = {}
+
+
+def _generated(request: ToolRequest) -> Any:
+    """``_OFFLINE.answer(request).data`` for a request with no records: a function of the
+    tool, the world (its seed and day), the arguments and the seed, so kept (bounded) for the
+    replays of one task's calls that verification runs; each caller gets a copy of its own."""
+    try:
+        args = json.dumps(request.arguments, sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return _OFFLINE.answer(request).data
+    world = request.world
+    key = (id(request.spec), world.seed, world.today, request.seed, args)
+    hit = _GENERATED.get(key)
+    if hit is not None and hit[0] is request.spec:
+        return thawed(hit[1])
+    data = _OFFLINE.answer(request).data
+    if len(_GENERATED) >= _GENERATED_SIZE:
+        _GENERATED.clear()
+    _GENERATED[key] = (request.spec, thawed(data))
+    return data
 
 
 def _text(record: Mapping[str, Any]) -> str:
@@ -124,6 +149,7 @@ class ResourceStore:
                     break
                 request = ToolRequest(self._seeders[noun], {}, world, {},
                                       _seed_of(world.seed, self.service, noun, attempt))
+                # once per world (a World keeps its services' seeded states): not kept here
                 for record in _OFFLINE.answer(request).data:
                     key = record.get(resource.key) if isinstance(record, dict) else None
                     # the generator leaves some keywords (a key's pattern) to the checks
@@ -178,8 +204,8 @@ class ResourceStore:
             data = self._get(resource, stored, key, gone)
             write = (key, None)
             if not op.returns_record:  # a status of the deletion: what the world model says
-                data = _OFFLINE.answer(ToolRequest(spec, arguments, world, {}, _seed_of(
-                    world.seed, spec.name, arguments))).data
+                data = _generated(ToolRequest(spec, arguments, world, {}, _seed_of(
+                    world.seed, spec.name, arguments)))
         else:
             data = self._update(spec, op, resource, stored, arguments, gone)
             write = (str(arguments[op.param or ""]), data)
@@ -213,8 +239,8 @@ class ResourceStore:
         found = found[-most:]  # the newest, as a page of them
         if op.items is None:
             return found
-        page = _OFFLINE.answer(ToolRequest(spec, arguments, world, {},
-                                           _seed_of(world.seed, spec.name, arguments))).data
+        page = _generated(ToolRequest(spec, arguments, world, {},
+                                      _seed_of(world.seed, spec.name, arguments)))
         return {**page, op.items: found} if isinstance(page, dict) else found
 
     def _create(self, world: World, spec: ToolSpec, resource: Resource,
@@ -232,9 +258,9 @@ class ResourceStore:
         props = spec.parameters.get("properties") or {}
         told = {k: v for k, v in arguments.items() if k in required or k not in fields}
         # nor its wording: a task's title worded otherwise makes the same estimate
-        made = _OFFLINE.answer(ToolRequest(spec, told, world, {}, _seed_of(
+        made = _generated(ToolRequest(spec, told, world, {}, _seed_of(
             world.seed, spec.name, {k: v for k, v in told.items()
-                                    if not free_text(props.get(k) or {})}))).data
+                                    if not free_text(props.get(k) or {})})))
         if not isinstance(made, dict):
             return None
         record = {**made, **{k: v for k, v in arguments.items() if k in fields}}
