@@ -170,6 +170,34 @@ def test_only_work_the_goal_speaks_of_goes_unlisted() -> None:
     assert seen_extra and seen_implied
 
 
+def test_what_a_request_says_a_message_names_is_checked() -> None:
+    """ "email the guest about the dinner, naming the restaurant" (a restaurant listed by its
+    "restaurant_name"), "naming the medication" (the prescription's "medication_name"): each
+    thing a message must name is a fact the rubric checks, and the oracle's message has it."""
+    from compoenv.compose.goal import message_facts
+
+    composer = Composer(config=ComposerConfig(
+        scenarios=tuple(ScenarioRegistry.default().names()), distractors=4))
+    checked = 0
+    for seed in range(60):
+        try:
+            task, walk = composer._build(seed)
+        except Exception:
+            continue
+        for index, step in enumerate(walk.steps):
+            if "naming the" not in walk.about.get(index, ""):
+                continue
+            facts = message_facts(walk, index)
+            assert facts, (step.spec.qualified_name, walk.about[index])
+            mentioned = [m for c in task.rubric if isinstance(c, CallCriterion)
+                         and c.name == step.spec.qualified_name for m in c.mentions]
+            assert {name for _, name in facts} <= set(mentioned)
+            assert all(name in json.dumps(step.arguments, ensure_ascii=False) for _, name in facts), \
+                (facts, step.arguments)
+            checked += 1
+    assert checked
+
+
 def _or_none(composer: Composer, seed: int) -> Task | None:
     from compoenv.compose.walk import Rejected
 

@@ -67,8 +67,9 @@ def name_of(walk: Walk, index: int, item: int) -> str | None:
     if not isinstance(record, list) or not 0 <= item < len(record) \
             or not isinstance(record[item], dict):
         return None
-    for field in _NAME_FIELDS:
-        value = record[item].get(field)
+    kind = noun(walk.steps[index].spec).casefold().replace(" ", "_")
+    for field in (*_NAME_FIELDS, *(f"{kind}_{f}" for f in _NAME_FIELDS)):
+        value = record[item].get(field)  # its "name", or its "restaurant_name"
         if isinstance(value, str) and 2 <= len(value) <= 80:
             return value
     return None
@@ -96,7 +97,33 @@ def facts_about(walk: Walk, about: str, before: int) -> list[tuple[str, str]]:
             heads.count(head) == 1 and re.search(r"\b%s\b" % re.escape(head), about))
         if name is not None and said and kind not in (k for k, _ in out):
             out.append((kind, name))
+    # what the author says it names that is no chosen thing ("naming the medication" of the
+    # prescription the job chose, "naming the company" of the stock it found): that field of
+    # the records the job found before it
+    for word in re.findall(r"\bnaming the ([a-z]+)\b", about):
+        if any(_head(k) == word for k, _ in out):
+            continue
+        value = _field_named(walk, word, before)
+        if value is not None:
+            out.append((word, value))
     return out
+
+
+def _field_named(walk: Walk, word: str, before: int) -> str | None:
+    """The ``word`` (or ``<word>_name``) of the latest item chosen or record found before
+    step ``before``."""
+    records = [walk.steps[step].result[item] for step, (_, item) in
+               sorted(walk.choices.items(), reverse=True) if step < before
+               and isinstance(walk.steps[step].result, list)
+               and 0 <= item < len(walk.steps[step].result)]
+    records += [walk.steps[i].result for i in range(min(before, len(walk.steps)) - 1, -1, -1)
+                if isinstance(walk.steps[i].result, dict)]
+    for record in records:
+        for field in (word, f"{word}_name"):
+            value = record.get(field) if isinstance(record, dict) else None
+            if isinstance(value, str) and 2 <= len(value) <= 80:
+                return value
+    return None
 
 
 def _head(kind: str) -> str:
