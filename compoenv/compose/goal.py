@@ -319,8 +319,8 @@ def render_goal(walk: Walk, context: str | None = None, hints: int = 0,
                 # as PDF")
                 step = walk.steps[steps[0]]
                 said = phrase(step.spec, walk, step.bindings)
-                (needs if _READ_VERB.match(said) else asks).append(
-                    _listing(walk, steps[0]) if _READ_VERB.match(said) else said)
+                rest = _READ_VERB.sub("", said, count=1)
+                (needs if rest != said else asks).append(rest if rest != said else said)
     goal_says, to_name = goal_work(walk, free, " ".join(
         [context or "", *walk.rules, *needs, *asks, *(_decision(walk, i) for i in decided)]),
         context or "")
