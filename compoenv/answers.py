@@ -317,7 +317,8 @@ _ECHOES: dict[tuple[str, int | None, str], frozenset[str]] = {}
 def check_answer(expected: str, message: str, world: World | None = None, *,
                  kind: str | None = None, allowed: int | None = None,
                  instruction: str = "",
-                 worked: Mapping[str, frozenset[str]] | None = None) -> tuple[bool, str]:
+                 worked: Mapping[str, frozenset[str]] | None = None,
+                 rivals: Iterable[str] = ()) -> tuple[bool, str]:
     """Whether ``message`` reports ``expected`` as the answer, and why not.
 
     Args:
@@ -329,6 +330,8 @@ def check_answer(expected: str, message: str, world: World | None = None, *,
         instruction: The request; values it states may be echoed without counting.
         worked: Values of each kind the episode's own work accounts for (``worked_values``):
             up to ``MAX_WORKED`` of them may stand beside the answer without counting.
+        rivals: The same detail of the other records the job's reads showed beside the
+            answer: a message naming one the request does not state hedges, and fails.
     """
     if not isinstance(message, str):
         return False, "the final message is not text"
@@ -336,6 +339,66 @@ def check_answer(expected: str, message: str, world: World | None = None, *,
         return False, (f"the final message is {len(message):,} characters; answers are read from "
                        f"at most {MAX_ANSWER_CHARS:,}")
     kind = kind if kind in KINDS else kind_of(expected, world)
+    passed, why = _check_kind(expected, message, world, kind, allowed, instruction, worked)
+    if passed and rivals:
+        rival = _rival_named(expected, message, world, kind, instruction, rivals)
+        if rival is not None:
+            return False, (f"the final message also names {rival!r}, the same detail of another "
+                           f"candidate: {expected!r} is the one asked for (a hedge is no answer)")
+    return passed, why
+
+
+def _rival_named(expected: str, message: str, world: World | None, kind: str,
+                 instruction: str, rivals: Iterable[str]) -> str | None:
+    """The first of ``rivals`` the message names, each read as a value of its own kind: not
+    one the request states, nor the expected value (numbers compare as numbers: 150 and
+    149.50 are rivals whichever way written). Values the job's own writes were given or
+    answered are no rivals in the first place (``compoenv.compose.rubric``)."""
+    target = {kind: canonical(expected, kind, world)}
+    for rival in rivals:
+        own = kind_of(rival, world)
+        if own == "text":  # a name of several words anywhere; one word as a listed item
+            text = message if message.isascii() else _fold(message)
+            said, stated = words(_fold(rival)), " ".join(words(_fold(instruction)))
+            target_words = words(_fold(expected))
+            if f" {' '.join(said)} " in f" {stated} " or content(said) == content(target_words):
+                continue
+            if len(content(said)) >= 2:
+                if stands_alone(said, tokens(text), world):
+                    return rival
+            elif content(said) in {found for found, _ in short_items(text, target_words)}:
+                return rival
+            continue
+        family = _NUMERIC if own in _NUMERIC else (own,)
+        key = _rounded(canonical(rival, own, world)) if own in _NUMERIC else canonical(
+            rival, own, world)
+        for k in family:
+            seen = read_mentions(message, world, frozenset({k})).of(k)
+            skip = _echoes(instruction, world, k)
+            if k in target:
+                skip = skip | {target[k]}
+            if own in _NUMERIC:
+                seen, skip = {_rounded(v) for v in seen}, {_rounded(v) for v in skip} | {
+                    _rounded(canonical(expected, kind, world)) if kind in _NUMERIC else None}
+            if key in seen and key not in skip:
+                return rival
+    return None
+
+
+def _rounded(text: str) -> float | None:
+    try:
+        return round(float(text.replace(",", "")), 2)
+    except ValueError:
+        return None
+
+
+_NUMERIC = ("integer", "decimal")
+
+
+def _check_kind(expected: str, message: str, world: World | None, kind: str,
+                allowed: int | None, instruction: str,
+                worked: Mapping[str, frozenset[str]] | None) -> tuple[bool, str]:
+    """``check_answer`` for a value read as ``kind``, rivals aside."""
     if kind == "text":
         return _check_text(expected, message, world, allowed, instruction)
     free = (worked or {}).get("date" if kind == "datetime" else kind, frozenset())

@@ -28,7 +28,7 @@ from compoenv.task import (
 __all__ = [
     "Outcome", "CriterionResult", "RubricResult", "score_rubric", "completion_focused",
     "same_value", "normalize_text", "record_dict", "check_criterion", "scores_full", "Shown", "GUARDS",
-    "WRITE_SHARE", "UNDONE", "STATUS_FIELDS", "undone", "scalars", "CRITERION_KINDS", "kind_pass_rates",
+    "WRITE_SHARE", "UNDONE", "STATUS_FIELDS", "undone", "scalars", "siblings", "CRITERION_KINDS", "kind_pass_rates",
     "kind_counts",
 ]
 
@@ -225,6 +225,26 @@ def _as_number(value: Any) -> float | None:
     return None
 
 
+def siblings(value: Any, data: Any, field: str | None = None) -> Iterator[Any]:
+    """Other values found beside ``value`` in a list of records: the same field of the other
+    items (another restaurant's id, another candidate's email); with ``field``, of that field
+    only (a completion rate is no rival of another form's question count that equals it)."""
+    if isinstance(data, dict):
+        for v in data.values():
+            yield from siblings(value, v, field)
+    elif isinstance(data, list):
+        records = [r for r in data if isinstance(r, dict)]
+        for name in {f for r in records for f, v in r.items()
+                     if (field is None or f == field) and same_value(value, v)}:
+            for r in records:
+                other = r.get(name)
+                if other is not None and not same_value(value, other) \
+                        and type(other) is type(value):
+                    yield other
+        for r in records:
+            yield from siblings(value, r, field)
+
+
 def same_value(expected: Any, actual: Any) -> bool:
     """Equality up to case, white space, trailing punctuation, number formatting and list order."""
     if type(expected) is type(actual) and type(expected) in _PLAIN and expected == actual:
@@ -307,7 +327,8 @@ def _check_answer(c: AnswerCriterion, out: Outcome) -> tuple[bool, str]:
     if c.shown and not out.shown.has(c.value):
         return False, f"{c.value!r} was reported but no tool showed it in this episode"
     return check_answer(c.value, out.final_message, out.session.world, kind=c.value_kind,
-                        allowed=c.allowed, instruction=out.instruction, worked=out.worked_values)
+                        allowed=c.allowed, instruction=out.instruction, worked=out.worked_values,
+                        rivals=c.rivals)
 
 
 def _call_matches(c: CallCriterion, record: CallRecord) -> bool:

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Iterable, Iterator, Literal, TypeVar, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 __all__ = [
-    "MAX_WEIGHT", "MAX_CRITERIA", "MAX_VALUE_CHARS", "MAX_ALLOWED", "Task", "Call", "Criterion", "StateCriterion", "AnswerCriterion", "CallCriterion",
+    "MAX_WEIGHT", "MAX_CRITERIA", "MAX_VALUE_CHARS", "MAX_ALLOWED", "MAX_RIVALS", "Task", "Call", "Criterion", "StateCriterion", "AnswerCriterion", "CallCriterion",
     "UnchangedCriterion", "OrderCriterion", "HouseRule", "TaskFileError", "load_tasks", "iter_tasks", "iter_numbered_tasks",
     "save_tasks",
 ]
@@ -23,6 +23,7 @@ __all__ = [
 MAX_WEIGHT = 100.0  # a criterion's weight: finite, 0 < weight <= MAX_WEIGHT
 MAX_CRITERIA = 200  # criteria in one rubric
 MAX_VALUE_CHARS = 1_000  # characters of one answer value (an answer criterion's, or Task.answer's)
+MAX_RIVALS = 24  # an answer criterion's rival values, at most
 MAX_ALLOWED = 50  # an answer criterion's ``allowed``: distinct values a reply may name
 
 
@@ -81,6 +82,10 @@ class AnswerCriterion(_Criterion):
     # the value is one a tool shows (an id, a price): reported only after a tool showed it in
     # this episode, so a guess passes nothing
     shown: bool = False
+    # the same detail of the other candidates the job chose among (the other hotels' postal
+    # codes when the cheapest hotel's is asked for): a report naming one hedges, and fails
+    rivals: list[Annotated[str, Field(min_length=1, max_length=MAX_VALUE_CHARS)]] = Field(
+        [], max_length=MAX_RIVALS)
 
 
 class CallCriterion(_Criterion):

@@ -169,3 +169,32 @@ def test_a_named_person_with_an_email_found_beside_their_name():
         Binding("check_in", "2026-03-20", interface="Date"), Binding("nights", 2)])
     assert "for Ana Kim (whose email is on the " in booked, booked
     assert "guest's email" not in booked
+
+
+def test_a_goal_request_reads_without_possessive_chains_or_restated_naming_rules():
+    from compoenv.compose.goal import plain
+
+    assert plain("tell me the listing's agent's email and the account's manager's phone.") == (
+        "tell me the email of the listing's agent and the phone of the account's manager.")
+    assert plain("schedule an event titled per the naming rule at 10:00 and transfer 50 "
+                 "(memo per the naming rule).") == "schedule an event at 10:00 and transfer 50."
+    assert plain("the invoice's billing email") == "the invoice's billing email"
+
+
+def test_a_yes_no_filter_reads_with_or_without_and_a_found_records_name_as_the_record():
+    from compoenv.compose.records import Binding, Step, Walk
+    from compoenv.compose.render import phrase
+    from compoenv.registry import Registry
+
+    registry = Registry.default()
+    search = registry.spec("parking__search_parking")
+    text = phrase(search, Walk(), [Binding("city", "Oslo", interface="City"),
+                                   Binding("ev_charging", True)])
+    assert "True" not in text and "(with ev charging)" in text
+    found = Step(search, [Binding("city", "Oslo", interface="City")])
+    reserve = registry.spec("parking__book_parking_reservation")
+    said = phrase(reserve, Walk(steps=[found]), [
+        Binding("facility_name", "Harbour Garage", 0, ("#0", "name"), None),
+        Binding("city", "Oslo", interface="City"), Binding("start", "2026-03-01T10:00"),
+        Binding("duration_minutes", 60)])
+    assert "the parking's name" not in said and "at the parking in Oslo" in said, said

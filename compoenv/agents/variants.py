@@ -29,7 +29,7 @@ from compoenv.compose.values import MISSING, fresh_value
 from compoenv.compose.verify import free_wording, oracle_message
 from compoenv.registry import Registry, RegistryError
 from compoenv.schema import free_text as is_free_text
-from compoenv.reward import same_value, scalars
+from compoenv.reward import same_value, scalars, siblings
 from compoenv.service import ToolSpec, split_qualified
 from compoenv.session import Session
 from compoenv.task import Call, CallCriterion, OrderCriterion, Task, UnchangedCriterion
@@ -43,6 +43,7 @@ __all__ = ["Play", "WRONG", "RIGHT", "wrong_arguments", "fanout_drops", "decoy_t
 # what a person changes by undoing a write: the verbs of tools that take a record back
 _UNDO = re.compile(r"^(cancel|delete|remove|close|withdraw|void|revoke|refund|"
                    r"unpublish|decline|reject|deactivate|unfollow|unsubscribe)")
+_DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
 _ID_NAME = re.compile(r"(^|_)(id|ids|key|number|reference|code)$")
 
 
@@ -83,30 +84,12 @@ def _results(task: Task, registry: Registry) -> list[Any]:
     return [session.call(c.name, c.arguments).get("data") for c in task.solution]
 
 
-def _siblings(value: Any, data: Any) -> Iterator[Any]:
-    """Other values found beside ``value`` in a list of records: the same field of the other
-    items (another restaurant's id, another candidate's email)."""
-    if isinstance(data, dict):
-        for v in data.values():
-            yield from _siblings(value, v)
-    elif isinstance(data, list):
-        records = [r for r in data if isinstance(r, dict)]
-        for field in {f for r in records for f, v in r.items() if same_value(value, v)}:
-            for r in records:
-                other = r.get(field)
-                if other is not None and not same_value(value, other) \
-                        and type(other) is type(value):
-                    yield other
-        for r in records:
-            yield from _siblings(value, r)
-
-
 def _other_value(param: str, value: Any, schema: dict[str, Any], earlier: list[Any],
                  world: World, rng: random.Random, service: str) -> Any:
     """Another valid value of the same kind as ``value``: a sibling from an earlier result,
     another enum member, another amount, or a fresh value of the parameter's interface."""
     for data in reversed(earlier):
-        for other in _siblings(value, data):
+        for other in siblings(value, data):
             return other
     if "anyOf" in schema:
         schema = next((b for b in schema["anyOf"] if b.get("type") != "null"), schema)
@@ -379,9 +362,40 @@ def facts_dropped(task: Task, registry: Registry) -> list[Play]:
     return out
 
 
+def hedged(task: Task, registry: Registry) -> list[Play]:
+    """The oracle's calls with a report that hedges one value: the value asked for and the
+    same field of another record the calls showed ("either 31066 or 98379"), one play per
+    value that has such a rival. A value the request states, or the job's own writes were
+    given or answered, is one an honest report names too: no rival."""
+    results = _results(task, registry)
+    writes = set(writes_of(task, registry))
+    own = [v for i in writes for v in (*scalars(task.solution[i].arguments), *scalars(results[i]))]
+    own += [v[:10] for v in own if isinstance(v, str) and _DATETIME.match(v)]  # its day too
+    out = []
+    for i, value in enumerate(task.answer):
+        other = next((o for data in results for o in siblings(_typed(value, data), data)
+                      if str(o).strip() and not any(same_value(a, o) for a in task.answer)
+                      and not any(same_value(o, v) for v in own)
+                      and str(o).casefold() not in task.instruction.casefold()), None)
+        if other is None:
+            continue
+        said = [f"either {value} or {other}" if k == i else a for k, a in enumerate(task.answer)]
+        out.append(Play("hedged", tuple(task.solution), "Done. " + "; ".join(said) + ".",
+                        f"{value!r} hedged with {other!r}"))
+    return out
+
+
+def _typed(answer: str, data: Any) -> Any:
+    """``answer`` as the results hold it (Task.answer writes every value as text)."""
+    for item in scalars(data):
+        if not isinstance(item, bool) and same_value(answer, item):
+            return item
+    return answer
+
+
 WRONG = {"wrong_argument": wrong_arguments, "fanout_drop": fanout_drops,
          "decoy_touched": decoy_touches, "collateral": collateral_writes, "undo_own": undo_own,
-         "facts_dropped": facts_dropped}
+         "facts_dropped": facts_dropped, "hedged": hedged}
 
 
 # --- right work ------------------------------------------------------------------------------

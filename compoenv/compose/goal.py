@@ -273,8 +273,7 @@ _DECIDE = ("Go with {}.", "Pick {}.", "It should be {}.", "Use {}.", "Choose {}.
 _FIRST = ("I need you to {}.", "Please {}.", "Could you {}?", "Can you {}?",
           "I'd like you to {}.")
 _MORE = ("Also {}.", "On top of that, {}.", "And please {}.", "As well as that, {}.")
-_ABOUT = ("This is about {}.", "It concerns {}.", "For context, it's about {}.",
-          "The job concerns {}.")
+_ABOUT = ("This is about {}.", "It concerns {}.", "The job concerns {}.")
 _NAMING = ("In what you send and write, name {}.", "Whatever you send or write should name {}.",
            "Be sure to name {} in what you send and write.")
 _HINT = ("Hint: it helps to {}.", "Tip: you can {}.", "A pointer: you may want to {}.")
@@ -304,6 +303,7 @@ def render_goal(walk: Walk, context: str | None = None, hints: int = 0,
     decided: list[int] = []
     wants: list[list[str] | str] = []  # runs of single writes, and fan-outs (a str each)
     needs: list[str] = []
+    needed: list[int] = []  # the read of each need
     asks: list[str] = []
     lookups: list[int] = []
     for segment in walk.segments:
@@ -320,7 +320,11 @@ def render_goal(walk: Walk, context: str | None = None, hints: int = 0,
                 step = walk.steps[steps[0]]
                 said = phrase(step.spec, walk, step.bindings)
                 rest = _READ_VERB.sub("", said, count=1)
-                (needs if rest != said else asks).append(rest if rest != said else said)
+                if rest != said:
+                    needs.append(rest)
+                    needed.append(steps[0])
+                else:
+                    asks.append(said)
     goal_says, to_name = goal_work(walk, free, " ".join(
         [context or "", *walk.rules, *needs, *asks, *(_decision(walk, i) for i in decided)]),
         context or "")
@@ -348,7 +352,11 @@ def render_goal(walk: Walk, context: str | None = None, hints: int = 0,
     decisions = [_decision(walk, i) for i in decided if i not in said_in_wants]
     sentences: list[str] = []
     said = " ".join(w if isinstance(w, str) else " ".join(w) for w in wants + decisions)
-    needs = [n for n in needs if n.casefold() not in said.casefold()]
+    # a lookup whose every stated value the request says anyway needs no sentence of its own
+    told = f"{context or ''} {said}".casefold()
+    needs = [n for n, i in zip(needs, needed) if n.casefold() not in said.casefold() and not all(
+        re.search(r"(?<![\w.@-])%s(?![\w@-]|\.\w)" % re.escape(_show_value(b.value).casefold()),
+                  told) for b in walk.steps[i].bindings if b.source is None)]
     if needs:
         sentences.append(_say(_ABOUT, _and([_article(n) for n in needs]), rng))
     if decisions:
@@ -369,7 +377,28 @@ def render_goal(walk: Walk, context: str | None = None, hints: int = 0,
         tips = [phrase(walk.steps[i].spec, walk, walk.steps[i].bindings) for i in lookups[:hints]]
         sentences.append(_say(_HINT, _and(tips), rng))
     sentences = [fix_articles(s) for s in sentences] + report_sentences(walk, rng)
-    return with_rules(walk, " ".join(([context] if context else []) + sentences))
+    return plain(with_rules(walk, " ".join(([context] if context else []) + sentences)))
+
+
+# a title a house rule fixes is the rule's to state, not each request's ("an event titled per
+# the naming rule", "(memo per the naming rule)")
+_PER_RULE = re.compile(r" \((?:[a-z]+ ){0,2}%s\)| (?:titled|called|named) %s" % ((NAMED,) * 2))
+# "the listing's agent's email" reads "the email of the listing's agent"
+_CHAIN = re.compile(r"\bthe ((?:[a-z]+ ){0,2}[a-z]+)'s ((?:[a-z]+ )?[a-z]+)'s "
+                    r"(email address|phone number|email|phone|name|job title|title|city)\b")
+
+
+def plain(text: str) -> str:
+    """A goal-level request as a person writes it: no title the house rules already fix
+    restated, and no chain of possessives."""
+    return _CHAIN.sub(r"the \3 of the \1's \2", _PER_RULE.sub("", text))
+
+
+def _show_value(value: Any) -> str:
+    """A stated value as a request writes it (a budget of 19400, not 19400.0)."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return str(value)
 
 
 def goal_work(walk: Walk, free: dict[int, frozenset[str]], stated: str,

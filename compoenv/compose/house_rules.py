@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compoenv.compose.identity import person_of
-from compoenv.compose.labels import service_label
+from compoenv.compose.labels import plural, service_label
 from compoenv.compose.records import Binding, Walk
 from compoenv.compose.render import NAMED, noun, reference, words
 from compoenv.compose.rubric import answer_text
-from compoenv.compose.steps import as_list_path
+from compoenv.compose.steps import as_list_path, single_result
 from compoenv.reward import record_dict, same_value
 from compoenv.schema import Slot, extract
 from compoenv.service import ToolSpec
@@ -339,7 +339,10 @@ def ordering(walker: Any, rng: random.Random) -> Draft | None:
                                                        b.interface)])
                 if at is None:
                     continue
-                thing = noun(producer)
+                # what the rule's own read re-checks: the record, or the records of it
+                owner = edge.param.removesuffix("_id").replace("_", " ")
+                thing = noun(target) if single_result(target) else \
+                    f"{plural(noun(target))} of the {owner or noun(producer)}"
                 classes = walker.session.classes
                 where = "" if target.service == step.spec.service else \
                     f" in {service_label(classes, target.service)}"

@@ -10,7 +10,7 @@ from compoenv.compose import house_rules as hr
 from compoenv.compose.difficulty import estimate
 from compoenv.compose.labels import with_employer
 from compoenv.compose.records import Rejected, Walk, capabilities
-from compoenv.compose.goal import render_goal
+from compoenv.compose.goal import plain, render_goal
 from compoenv.compose.render import render_instruction
 from compoenv.compose.reports import choose_reports
 from compoenv.compose.rubric import answer_text, build_rubric, rule_ids
@@ -116,7 +116,7 @@ def job_task(composer: Any, seed: int, verify: bool, rng: random.Random, world: 
                           outcome=guidance != "steps")
     order = walk.order or list(range(len(walk.steps)))
     at = {step: i for i, step in enumerate(order)}
-    rules = [HouseRule(id=f"r{i}", kind=d.kind, text=d.text, criteria=ids,
+    rules = [HouseRule(id=f"r{i}", kind=d.kind, text=d.text if guidance == "steps" else plain(d.text), criteria=ids,
                        without=None if d.kind == "never" else RuleChange(
                            drop=sorted(at[a] for a in d.added),
                            replace=_replacements(walk, d.changes, at)))

@@ -23,6 +23,7 @@ _QUOTED = frozenset({"Text", "EmailSubject", None})
 NAMED = "per the naming rule"  # compoenv.compose.house_rules.NAMED
 _KEYS = frozenset({"FlightNumber", "BookingReference"})
 _THE_THE = re.compile(r"\bthe the\b")
+_FLAG = re.compile(r"^(?:has|is|with|include|includes)_")  # a yes/no filter's own prefix
 _PARTS = frozenset({"Address"})  # objects that are part of a record, not one of their own
 # a unit written after a placeholder reads twice once the value is a reference
 _UNIT_AFTER = re.compile(r"\{(\w+)\}(-| )(minutes?|nights?|days?|hours?|shares?|tickets?)\b")
@@ -140,7 +141,7 @@ def identifies(binding: Binding) -> bool:
 # words that end the noun before an id ("comment on | pull request {id}"), and the
 # determiners "that" takes the place of ("show the | insurance policy {id}")
 _NOT_NOUN = frozenset({"to", "on", "of", "for", "in", "at", "by", "with", "from", "into",
-                       "up", "and", "as", "rent", "review"})
+                       "up", "and", "as", "rent"})
 _DETERMINERS = frozenset({"the", "a", "an", "my", "that"})
 
 
@@ -230,10 +231,15 @@ def phrase(spec: ToolSpec, walk: Walk, bindings: list[Binding],
             shown = _show(b, _plain_schema(props.get(b.param)))
         else:
             shown = shorter.get(b.param) or _day_of(walk.steps[b.source].spec, b)
+            if (b.interface not in _WHO and shown.startswith("the ")
+                    and shown.endswith("'s name") and "'s " not in shown[4:-7]):
+                shown = shown[:-7]  # "at the parking's name" reads "at the parking"
         if b.param in fields:
             values[b.param] = shown
         elif b.param in said:
             continue
+        elif isinstance(b.value, bool) and b.source is None:  # "(with ev charging)"
+            extras.append(f"{'with' if b.value else 'without'} {words(_FLAG.sub('', b.param))}")
         elif not (identifies(b) and b.param in spec.phrase if spec.phrase else False):
             extras.append(f"{words(b.param)} {shown}")
     for name in fields - values.keys():

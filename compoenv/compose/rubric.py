@@ -8,18 +8,20 @@ passes an optional argument the request leaves open is not punished for it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
-from compoenv.answers import SLACK, kind_of
+from compoenv.answers import SLACK, canonical, kind_of
 from compoenv.compose.goal import free_params, message_facts
-from compoenv.compose.records import Walk
+from compoenv.compose.records import Binding, Walk
 from compoenv.reward import (
-    STATUS_FIELDS, Shown, _as_number, normalize_text, record_dict, same_value, undone,
+    STATUS_FIELDS, Shown, _as_number, normalize_text, record_dict, same_value, scalars, siblings,
+    undone,
 )
-from compoenv.schema import brief, free_text, names_record
+from compoenv.schema import brief, extract, free_text, names_record
 from compoenv.session import Session
 from compoenv.task import (
-    AnswerCriterion, CallCriterion, Criterion, StateCriterion, UnchangedCriterion,
+    MAX_RIVALS, MAX_VALUE_CHARS, AnswerCriterion, CallCriterion, Criterion, StateCriterion,
+    UnchangedCriterion,
 )
 from compoenv.world import World
 from compoenv.worldmodel.base import SimState
@@ -242,16 +244,103 @@ def _uncovered(walk: Walk, criteria: list[Criterion],
     return out
 
 
-def _answer_criteria(answers: list[str], world: World, shown: Shown) -> list[Criterion]:
+def _answer_criteria(walk: Walk, answers: list[str], world: World,
+                     shown: Shown) -> list[Criterion]:
     """One criterion per value to report; each may stand beside as many other values of its
-    kind as the request asks for, plus the kind's slack (``compoenv.answers``). A value some
-    tool showed must have been shown in the episode that reports it."""
+    kind as the request asks for, plus the kind's slack (``compoenv.answers``), but never the
+    same detail of another candidate (``_rivals``). A value some tool showed must have been
+    shown in the episode that reports it."""
     kinds = [kind_of(value, world) for value in answers]
+    bindings = walk.answers if len(walk.answers) == len(answers) else [None] * len(answers)
+    keep = {canonical(v, k, world) for v, k in zip(answers, kinds)} | _written(walk, world)
     return [AnswerCriterion(id="", value=value, value_kind=kind,
                             allowed=kinds.count(kind) + SLACK.get(kind, 0),
                             shown=shown.has(value),
+                            rivals=_rivals(walk, binding, kind, world, keep),
                             description=f"The final message reports {value}")
-            for value, kind in zip(answers, kinds)]
+            for value, kind, binding in zip(answers, kinds, bindings)]
+
+
+_NUMERIC = {"integer", "decimal"}  # a count's rivals may be written either way
+# a name the World knows and one it does not are rivals all the same (another ticket's customer)
+_NAMED = {"person", "organization", "city", "title", "text"}
+_WRITTEN = 400  # values of one write read for what its report may mention, at most
+_SMALL = 32  # integers below this are counts and quantities a report may mention for itself
+
+
+def _rivals(walk: Walk, binding: Binding | None, kind: str, world: World,
+            keep: set[str]) -> list[str]:
+    """The same detail of the other records the job's reads showed beside the reported one:
+    the other items of the list it was taken from ("the cheapest hotel's postal code" from
+    item #2 of a search), the other items where a lookup of the picked item reports a field
+    they carry too, and the same field of the other items of any list that shows the value.
+    Values the job reports or writes anyway (``keep``) and small integers are no rivals: an
+    honest report may name them."""
+    if binding is None or binding.source is None:
+        return []
+    found = [*_picked(walk, binding)] + [
+        other for step in walk.steps if step.spec.read_only
+        for other in siblings(binding.value, step.result, (binding.path or (None,))[-1])]
+    out: list[str] = []
+    for value in found:
+        if isinstance(value, (bool, dict, list)) or value is None:
+            continue
+        if isinstance(value, int) and abs(value) < _SMALL:  # a count, not an amount
+            continue
+        text = answer_text(value)
+        if not text.strip() or len(text) > MAX_VALUE_CHARS:
+            continue
+        own = kind_of(text, world)
+        if own != kind and not {own, kind} <= _NUMERIC and not {own, kind} <= _NAMED:
+            continue
+        if canonical(text, own, world) not in keep and text not in out:
+            out.append(text)
+    return out[:MAX_RIVALS]
+
+
+def _picked(walk: Walk, binding: Binding) -> Iterator[Any]:
+    """The detail ``binding`` reports, of the other items of the list its record was picked
+    from: read off the item itself, handed on from it (the invoice a payment marked paid), or
+    the same field where a lookup of the item reports one its list items carry too."""
+    step = walk.steps[binding.source]  # type: ignore[index]
+    path = binding.path
+    if not any(p[:1] == "#" for p in path):  # carried from, or a lookup of, a picked item?
+        items = [b for b in step.bindings
+                 if b.source is not None and any(p[:1] == "#" for p in b.path)]
+        carried = next((b for b in items if same_value(b.value, binding.value)), None)
+        if carried is not None:  # the item's own detail, handed on (the invoice paid)
+            step, path = walk.steps[carried.source], carried.path  # type: ignore[index]
+        elif items and step.spec.read_only:  # a lookup of the item: its other items' field
+            at = next(i for i, p in enumerate(items[0].path) if p[:1] == "#")
+            step = walk.steps[items[0].source]  # type: ignore[index]
+            path = items[0].path[:at + 1] + path
+        else:  # a write answers with its own record, not the item's
+            return
+    at = next(i for i, p in enumerate(path) if p[:1] == "#")
+    index = int(path[at][1:])
+    for items in extract(step.result, path[:at]):
+        if isinstance(items, list):
+            for i, item in enumerate(items[:MAX_RIVALS * 4]):
+                if i != index:
+                    yield from extract(item, path[at + 1:])
+
+
+def _written(walk: Walk, world: World) -> set[str]:
+    """The canonical values of every kind the solution's writes were given or answered (what
+    an honest report may mention of its own work)."""
+    out: set[str] = set()
+    for step in walk.steps:
+        if step.spec.read_only:
+            continue
+        for value in [*step.arguments.values(), *scalars(step.result)][:_WRITTEN]:
+            if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+                text = answer_text(value)
+                if len(text) <= MAX_VALUE_CHARS:
+                    own = kind_of(text, world)
+                    out.add(canonical(text, own, world))
+                    if own == "datetime":  # a report may give its day alone
+                        out.add(text[:10])
+    return out
 
 
 def build_rubric(walk: Walk, session: Session, answers: list[str],
@@ -283,7 +372,7 @@ def build_rubric(walk: Walk, session: Session, answers: list[str],
         criteria.extend(group)
     criteria.extend(_uncovered(walk, criteria, free))
     shown = Shown.of(r.result.get("data") for r in session.log if r.result.get("success"))
-    criteria.extend(_answer_criteria(answers, session.world, shown))
+    criteria.extend(_answer_criteria(walk, answers, session.world, shown))
     for index, step in enumerate(walk.steps):
         if step.spec.read_only and index not in walk.rule_steps and not outcome:
             criteria.append(CallCriterion(
