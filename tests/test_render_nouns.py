@@ -179,6 +179,10 @@ def test_a_goal_request_reads_without_possessive_chains_or_restated_naming_rules
     assert plain("schedule an event titled per the naming rule at 10:00 and transfer 50 "
                  "(memo per the naming rule).") == "schedule an event at 10:00 and transfer 50."
     assert plain("the invoice's billing email") == "the invoice's billing email"
+    assert plain("book a viewing for the lead's name (ana@example.com)") == (
+        "book a viewing for the lead (ana@example.com)")
+    assert plain("offer the candidate a salary of the candidate's expected salary as Designer") \
+        == "offer the candidate the candidate's expected salary as Designer"
 
 
 def test_a_yes_no_filter_reads_with_or_without_and_a_found_records_name_as_the_record():

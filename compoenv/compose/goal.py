@@ -127,8 +127,15 @@ def _field_named(walk: Walk, word: str, before: int) -> str | None:
 
 
 def _head(kind: str) -> str:
-    """A thing's last word, how a request may name it ("recipe" of a cookbook recipe)."""
-    return kind.casefold().rsplit(" ", 1)[-1]
+    """A thing's last word, how a request may name it ("recipe" of a cookbook recipe); the
+    whole kind where the last word says too little alone ("pull request", not "request")."""
+    head = kind.casefold().rsplit(" ", 1)[-1]
+    return kind.casefold() if head in _VAGUE_HEADS else head
+
+
+# last words that name nothing alone in a request (the user's own request, a report)
+_VAGUE_HEADS = frozenset({"request", "report", "summary", "info", "information", "result",
+                          "item", "entry", "record", "detail", "details", "profile"})
 
 
 def with_facts(text: str, facts: list[tuple[str, str]]) -> str:
@@ -388,10 +395,17 @@ _CHAIN = re.compile(r"\bthe ((?:[a-z]+ ){0,2}[a-z]+)'s ((?:[a-z]+ )?[a-z]+)'s "
                     r"(email address|phone number|email|phone|name|job title|title|city)\b")
 
 
+# "for the lead's name (wei@...)" is for the lead; "a salary of the candidate's expected
+# salary" is the candidate's expected salary
+_NAME_THEN_EMAIL = re.compile(r"\bthe ((?:[a-z]+ )?[a-z]+)'s name \(")
+_A_X_OF_THE_X = re.compile(r"\ba ([a-z]+) of (the (?:[a-z]+ )?[a-z]+'s (?:[a-z]+ )?\1)\b")
+
+
 def plain(text: str) -> str:
     """A goal-level request as a person writes it: no title the house rules already fix
-    restated, and no chain of possessives."""
-    return _CHAIN.sub(r"the \3 of the \1's \2", _PER_RULE.sub("", text))
+    restated, no chain of possessives, no name said as "the lead's name (email)"."""
+    text = _CHAIN.sub(r"the \3 of the \1's \2", _PER_RULE.sub("", text))
+    return _A_X_OF_THE_X.sub(r"\2", _NAME_THEN_EMAIL.sub(r"the \1 (", text))
 
 
 def _show_value(value: Any) -> str:
