@@ -9,7 +9,8 @@ still pass every required criterion (``binary``):
   one fan-out item dropped, the decoy touched, a collateral write (a record or a service the
   task is not about), one of its own writes undone, a goal task's message worded without
   the facts it must carry (``facts_dropped``), a report that hedges one value with the same
-  field of another record (``hedged``);
+  field of another record (``hedged``) or with a made-up neighbour ("TKT-7735 or maybe
+  TKT-7736", ``hedged_or``);
 - right work (each should pass 100%): independent calls reordered, extra reads, the report
   reformatted, an honest verbose report, a goal task's messages in other words that keep
   their facts (``reworded``: the wording of a goal-level request is the agent's).
@@ -109,7 +110,8 @@ def run(tasks: list[Task], registry: Registry, max_per_task: int = 40) -> dict[s
                     "pass_rate": round(c["passed"] / c["tried"], 4) if c["tried"] else None}
              for kind, c in sorted(passed.items())}
     wrong_kinds = ["wrong_argument", "wrong_free_text", "fanout_drop", "decoy_touched",
-                   "collateral_record", "collateral_service", "undo_own", "facts_dropped", "hedged"]
+                   "collateral_record", "collateral_service", "undo_own", "facts_dropped", "hedged",
+                   "hedged_or"]
     out: dict[str, Any] = {
         "tasks": len(tasks),
         "seconds": round(time.perf_counter() - start, 1),

@@ -340,12 +340,59 @@ def check_answer(expected: str, message: str, world: World | None = None, *,
                        f"at most {MAX_ANSWER_CHARS:,}")
     kind = kind if kind in KINDS else kind_of(expected, world)
     passed, why = _check_kind(expected, message, world, kind, allowed, instruction, worked)
+    if passed and kind != "text":
+        other = _alternative(expected, message, world, kind, instruction)
+        if other is not None:
+            return False, (f"the final message offers {other!r} as an alternative to "
+                           f"{expected!r} (\"... or ...\"): a hedge is no answer")
     if passed and rivals:
         rival = _rival_named(expected, message, world, kind, instruction, rivals)
         if rival is not None:
             return False, (f"the final message also names {rival!r}, the same detail of another "
                            f"candidate: {expected!r} is the one asked for (a hedge is no answer)")
     return passed, why
+
+
+# "X or Y", "either X or Y", "X (or maybe Y)": the words on each side of an "or", within one
+# clause (a full stop, semicolon or line ends it; a decimal point or an email's dot does not)
+_OR = re.compile(r"\bor\b", re.I)
+_CLAUSE_END = re.compile(r"[;!?\n]|\.(?!\w)")
+_OR_REACH = 60  # characters each side of an "or" read for the two values it parts
+
+
+def _alternative(expected: str, message: str, world: World | None, kind: str,
+                 instruction: str) -> str | None:
+    """Another value of ``kind`` the message offers as an alternative to the expected one
+    ("TKT-7735 or TKT-7736"), if any: one side of an "or" names the answer, the other a value
+    of the same kind that the request does not state."""
+    if _OR.search(message) is None:
+        return None
+    family = _NUMERIC if kind in _NUMERIC else (
+        ("datetime", "date") if kind in ("datetime", "date") else (kind,))
+    target = canonical(expected, kind, world)
+    tally = _rounded if kind in _NUMERIC else (lambda v: v)
+    goal = tally(target)
+    stated = {tally(v) for k in family for v in _echoes(instruction, world, k)}
+
+    def values(text: str) -> dict[Any, str]:
+        found = read_mentions(text, world, frozenset(family))
+        return {tally(v): v for k in family for v in found.of(k)}
+
+    for m in _OR.finditer(message):
+        left = message[max(0, m.start() - _OR_REACH):m.start()]
+        ends = list(_CLAUSE_END.finditer(left))
+        left = left[ends[-1].end():] if ends else left
+        right = message[m.end():m.end() + _OR_REACH]
+        end = _CLAUSE_END.search(right)
+        right = right[:end.start()] if end else right
+        a, b = values(left), values(right)
+        for here, there in ((a, b), (b, a)):
+            if goal in here or (kind == "datetime" and target[:10] in here):
+                others = [v for key, v in there.items()
+                          if key != goal and key not in stated and v != target[:10]]
+                if others:
+                    return others[0]
+    return None
 
 
 def _rival_named(expected: str, message: str, world: World | None, kind: str,

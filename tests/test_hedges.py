@@ -22,10 +22,10 @@ WORLD = World(0)
 
 
 @pytest.mark.parametrize("expected, rivals, message", [
-    ("31066", ["98379"], "The hotel's postal code is 31066, or possibly 98379."),
-    ("150", ["149.50"], "The daily maximum is $150 (or $149.50)."),
+    ("31066", ["98379"], "The hotel's postal code is 31066; the other hotel's is 98379."),
+    ("150", ["149.50"], "The daily maximum is $150. Another garage charges $149.50."),
     ("229.03", ["341.51", "21.98"], "Most recent order: 229.03. Others: 21.98."),
-    ("2026-11-21", ["2026-11-06"], "Published on November 21, 2026 or 6 November 2026."),
+    ("2026-11-21", ["2026-11-06"], "Published on November 21, 2026. One ran on 6 November 2026."),
     ("Eco Teapot", ["Deluxe Notebook"], "The product is the Eco Teapot or the Deluxe Notebook."),
     ("billing", ["account"], "Done. The category: billing or account."),
 ])
@@ -91,3 +91,26 @@ def test_hedging_a_composed_tasks_report_fails_and_the_oracle_passes():
             tried += 1
             assert not _binary(task, play), (task.id, play.detail)
     assert tried >= 5
+
+
+@pytest.mark.parametrize("expected, message", [
+    ("TKT-7735", "Done. Either TKT-7735 or TKT-7736."),
+    ("-1958.70", "The largest one is -1958.70 or -540.40."),
+    ("EXP-4385", "Logged as EXP-4385 (or EXP-4386)."),
+    ("77539.53", "The value is 77539.53 or maybe 12000.00."),
+    ("Austin", "It is in Austin or maybe Chicago."),
+    ("2026-03-05", "It was March 5, 2026, or possibly 2026-03-07."),
+])
+def test_an_answer_offered_with_an_alternative_fails_without_any_rival(expected, message):
+    passed, why = check_answer(expected, message, WORLD)
+    assert not passed and "alternative" in why
+
+
+@pytest.mark.parametrize("expected, message", [
+    ("TKT-7735", "Solved TKT-7735. Tell me if you need anything else or another update."),
+    ("2026-03-05", "Booked for March 5, 2026 or thereabouts."),
+    ("150", "The maximum is $150. The request said 120 or 150.", ),
+])
+def test_an_or_that_offers_no_other_value_of_the_kind_passes(expected, message):
+    instruction = "I was quoted 120 or 150." if "request said" in message else ""
+    assert check_answer(expected, message, WORLD, instruction=instruction)[0]

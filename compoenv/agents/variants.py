@@ -385,6 +385,33 @@ def hedged(task: Task, registry: Registry) -> list[Play]:
     return out
 
 
+def hedged_or(task: Task, registry: Registry) -> list[Play]:
+    """The oracle's calls with a report that offers a made-up alternative beside one value
+    ("TKT-7735 or maybe TKT-7736", "1890 or maybe 2589.30"): one play per id or number
+    asked for."""
+    out = []
+    for i, value in enumerate(task.answer):
+        near = _neighbour(value)
+        if near is None or any(same_value(near, a) for a in task.answer):
+            continue
+        said = [f"{value} or maybe {near}" if k == i else a for k, a in enumerate(task.answer)]
+        out.append(Play("hedged_or", tuple(task.solution), "Done. " + "; ".join(said) + ".",
+                        f"{value!r} or maybe {near!r}"))
+    return out
+
+
+def _neighbour(value: str) -> str | None:
+    """A value next to ``value`` of its kind: the next id, a number a third higher."""
+    if re.fullmatch(r"[A-Z]{1,5}-\d{2,}", value):
+        head, _, digits = value.rpartition("-")
+        return f"{head}-{int(digits) + 1:0{len(digits)}d}"
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return f"{number * 1.37 + 1:.2f}"
+
+
 def _typed(answer: str, data: Any) -> Any:
     """``answer`` as the results hold it (Task.answer writes every value as text)."""
     for item in scalars(data):
@@ -395,7 +422,7 @@ def _typed(answer: str, data: Any) -> Any:
 
 WRONG = {"wrong_argument": wrong_arguments, "fanout_drop": fanout_drops,
          "decoy_touched": decoy_touches, "collateral": collateral_writes, "undo_own": undo_own,
-         "facts_dropped": facts_dropped, "hedged": hedged}
+         "facts_dropped": facts_dropped, "hedged": hedged, "hedged_or": hedged_or}
 
 
 # --- right work ------------------------------------------------------------------------------

@@ -280,6 +280,12 @@ _DECIDE = ("Go with {}.", "Pick {}.", "It should be {}.", "Use {}.", "Choose {}.
 _FIRST = ("I need you to {}.", "Please {}.", "Could you {}?", "Can you {}?",
           "I'd like you to {}.")
 _MORE = ("Also {}.", "On top of that, {}.", "And please {}.", "As well as that, {}.")
+# what a person asks to exist rather than to be done: "I'd like a document about ..."
+_WANT = ("I'd like {}.", "I need {}.", "Please arrange {}.")
+_WANT_MORE = ("I'd also like {}.", "I also need {}.", "There should be {} as well.")
+# a write that makes one new thing: said as the thing ("send an email to ..." -> "an email to")
+_MAKES = re.compile(r"^(?:create|send|open|post|publish|write|log|add|draft|file) "
+                    r"(?=(?:a|an) )")
 _ABOUT = ("This is about {}.", "It concerns {}.", "The job concerns {}.")
 _NAMING = ("In what you send and write, name {}.", "Whatever you send or write should name {}.",
            "Be sure to name {} in what you send and write.")
@@ -372,9 +378,13 @@ def render_goal(walk: Walk, context: str | None = None, hints: int = 0,
     for want in wants:
         if isinstance(want, str):
             sentences.append(_sentence(want))
-        elif want:
-            sentences.append(_say(_MORE if opened else _FIRST, _and(want), rng))
-            opened = True
+        elif want:  # what is to be done, then what is to exist ("a document about ...")
+            acts = [w for w in want if not _MAKES.match(w)]
+            things = [_MAKES.sub("", w, count=1) for w in want if _MAKES.match(w)]
+            for run, first, more in ((acts, _FIRST, _MORE), (things, _WANT, _WANT_MORE)):
+                if run:
+                    sentences.append(_say(more if opened else first, _and(run), rng))
+                    opened = True
     if to_name:  # by its last word where no other thing to name shares it ("the recipe")
         heads = [_head(kind) for kind in to_name]
         sentences.append(_say(_NAMING, _and([
