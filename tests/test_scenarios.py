@@ -468,3 +468,21 @@ def test_a_fan_out_leaves_out_a_person_the_job_already_found() -> None:
             assert "for each lead found other than the contact, " in task.instruction
             assert task.instruction.count("for each lead found") == 1  # one sentence
     assert left >= 10
+
+
+def test_a_stages_stated_days_move_with_the_worlds_today_never_nearer():
+    import datetime as dt
+
+    from compoenv.compose.scenario import dated
+    from compoenv.world import DEFAULT_TODAY
+
+    args = {"due": "2026-03-18", "start": "2026-04-06T10:00", "count": 3, "note": "2026-03-18 x"}
+    assert dated(args, DEFAULT_TODAY) == args
+    for today in (dt.date(2025, 9, 2), dt.date(2026, 12, 24), dt.date(2027, 2, 1)):
+        moved = dated(args, today)
+        assert moved["count"] == 3 and moved["note"] == args["note"]
+        for key, day in (("due", dt.date(2026, 3, 18)), ("start", dt.date(2026, 4, 6))):
+            new = dt.date.fromisoformat(moved[key][:10])
+            assert new.weekday() == day.weekday()
+            assert (new - today).days >= (day - DEFAULT_TODAY).days
+        assert moved["start"].endswith("T10:00")

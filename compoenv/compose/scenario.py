@@ -10,6 +10,8 @@ following ``each`` stages act on one by one. House rules and the report come aft
 
 from __future__ import annotations
 
+import datetime as dt
+import math
 import random
 import re
 from typing import Any, Callable
@@ -30,6 +32,7 @@ from compoenv.graph import ToolGraph
 from compoenv.scenarios import Scenario, Stage
 from compoenv.service import ToolSpec
 from compoenv.session import Session
+from compoenv.world import DEFAULT_TODAY
 
 __all__ = ["ScenarioWalker", "run_stages"]
 
@@ -113,6 +116,28 @@ class ScenarioWalker(Walker):
         return step
 
 
+_ISO_DAY = re.compile(r"^(\d{4}-\d{2}-\d{2})(T\d{2}:\d{2}(?::\d{2})?)?$")
+
+
+def dated(args: dict[str, Any], today: dt.date) -> dict[str, Any]:
+    """A stage's stated values with its days moved to the world's today: an author writes them
+    as of ``DEFAULT_TODAY`` (a start date three weeks on), and a world of another day keeps
+    each as far ahead, by whole weeks (its weekday too), never nearer."""
+    weeks = math.ceil((today - DEFAULT_TODAY).days / 7)
+    if not weeks:
+        return args
+    out = dict(args)
+    for key, value in args.items():
+        m = _ISO_DAY.match(value) if isinstance(value, str) else None
+        if m is not None:
+            try:
+                day = dt.date.fromisoformat(m.group(1)) + dt.timedelta(weeks=weeks)
+            except ValueError:
+                continue
+            out[key] = day.isoformat() + (m.group(2) or "")
+    return out
+
+
 def _with_args(spec: ToolSpec, bindings: list[Binding], args: dict[str, Any]) -> list[Binding]:
     """The call with the values the stage states put in: the scenario's author knows what
     the job says here (an order of 3, not "the order's quantity")."""
@@ -150,7 +175,8 @@ def _fresh(walker: ScenarioWalker, stage: Stage, accept: Callable[[ToolSpec], bo
         if spec is None or not accept(spec) or not walker._allowed(name):
             continue
         if set(spec.parameters.get("required", ())) <= set(stage.args):
-            if walker.execute(spec, _with_args(spec, [], stage.args), fits=fits) is not None:
+            args = dated(stage.args, walker.session.world.today)
+            if walker.execute(spec, _with_args(spec, [], args), fits=fits) is not None:
                 return
         bindings = _restated(walker, spec)
         if bindings is not None and walker.execute(spec, bindings, fits=fits) is not None:
@@ -299,7 +325,8 @@ def run_stages(walker: ScenarioWalker, stages: list[Stage],
     for i, stage in enumerate(stages):
         point = walker.checkpoint()
         segments = len(walker.walk.segments)
-        walker.args = (frozenset(stage.tools), stage.args) if stage.args else None
+        walker.args = (frozenset(stage.tools), dated(stage.args, walker.session.world.today)) \
+            if stage.args else None
         walker.about = stage.about
         walker.used = set()  # a stage may use a tool an earlier stage used (a second email)
         try:
