@@ -28,3 +28,15 @@ def test_a_recheck_rule_names_the_record_its_order_criterion_reads():
         assert not re.search(r"\bthe \w+'s \w+'s (email|phone|name)\b", task.instruction)
         assert "per the naming rule" not in task.instruction
     assert checked >= 3
+
+
+def test_fan_out_work_the_goal_already_says_is_not_listed_again():
+    from compoenv.cli.common import composer_config as config
+
+    tasks, _ = generate_parallel(12, 3, config(scenarios="leave_cancels_all_bookings",
+                                               distractors=0), workers=1)
+    assert tasks
+    for task in tasks:
+        request = task.instruction.split("Request: ")[-1]
+        assert "cancel" in request.split(". ")[1].casefold() + request.split(". ")[0].casefold()
+        assert "For each of" not in request and "cancel that" not in request

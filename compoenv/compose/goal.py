@@ -281,7 +281,7 @@ _FIRST = ("I need you to {}.", "Please {}.", "Could you {}?", "Can you {}?",
           "I'd like you to {}.")
 _MORE = ("Also {}.", "On top of that, {}.", "And please {}.", "As well as that, {}.")
 # what a person asks to exist rather than to be done: "I'd like a document about ..."
-_WANT = ("I'd like {}.", "I need {}.", "Please arrange {}.")
+_WANT = ("I'd like {}.", "I need {}.", "What I need is {}.")
 _WANT_MORE = ("I'd also like {}.", "I also need {}.", "There should be {} as well.")
 # a write that makes one new thing: said as the thing ("send an email to ..." -> "an email to")
 _MAKES = re.compile(r"^(?:create|send|open|post|publish|write|log|add|draft|file) "
@@ -349,7 +349,16 @@ def render_goal(walk: Walk, context: str | None = None, hints: int = 0,
         lists = {b.source for i in steps for b in walk.steps[i].bindings
                  if b.source in fed and b.path[:1] and b.path[0][:1] == "#"}
         if lead is not None and len(lists) == 1:
-            wants.append(_fan(walk, steps, lists.pop(), lead.group(2), free))
+            list_step = lists.pop()
+            if all(i in goal_says for i in steps if not walk.steps[i].spec.read_only) \
+                    and not lead.group(2):
+                # the goal says it ("every booking I hold cancelled"): what the list is of is
+                # said once, as what the job is about, where the user states something of it
+                if any(b.source is None for b in walk.steps[list_step].bindings):
+                    needs.append(_listing(walk, list_step))
+                    needed.append(list_step)
+                continue
+            wants.append(_fan(walk, steps, list_step, lead.group(2), free))
             continue
         if not wants or isinstance(wants[-1], str):
             wants.append([])
@@ -393,7 +402,8 @@ def render_goal(walk: Walk, context: str | None = None, hints: int = 0,
     if hints and lookups:
         tips = [phrase(walk.steps[i].spec, walk, walk.steps[i].bindings) for i in lookups[:hints]]
         sentences.append(_say(_HINT, _and(tips), rng))
-    sentences = [fix_articles(s) for s in sentences] + report_sentences(walk, rng)
+    sentences = [fix_articles(_SOMEONES_NAME.sub(r"the \1", s)) for s in sentences] + \
+        report_sentences(walk, rng)
     return plain(with_rules(walk, " ".join(([context] if context else []) + sentences)))
 
 
@@ -409,6 +419,11 @@ _CHAIN = re.compile(r"\bthe ((?:[a-z]+ ){0,2}[a-z]+)'s ((?:[a-z]+ )?[a-z]+)'s "
 # salary" is the candidate's expected salary
 _NAME_THEN_EMAIL = re.compile(r"\bthe ((?:[a-z]+ )?[a-z]+)'s name \(")
 _A_X_OF_THE_X = re.compile(r"\ba ([a-z]+) of (the (?:[a-z]+ )?[a-z]+'s (?:[a-z]+ )?\1)\b")
+
+
+# what the job found is named as itself in what is asked ("connect with the profile", "at the
+# parking"), never by "the profile's name"; what is reported keeps it ("the product's name")
+_SOMEONES_NAME = re.compile(r"\bthe ((?:[a-z]+ )?[a-z]+)'s name\b(?! \()")
 
 
 def plain(text: str) -> str:
