@@ -38,5 +38,5 @@ def test_fan_out_work_the_goal_already_says_is_not_listed_again():
     assert tasks
     for task in tasks:
         request = task.instruction.split("Request: ")[-1]
-        assert "cancel" in request.split(". ")[1].casefold() + request.split(". ")[0].casefold()
+        assert re.search(r"cancel|called off|off", request)  # the goal says it
         assert "For each of" not in request and "cancel that" not in request
