@@ -357,3 +357,16 @@ def test_mentions_reads_every_text_argument_as_whole_words() -> None:
     assert mentions(["Hotel Aurora"], {"subject": "Hotel Aurora", "body": "see you"})
     assert not mentions(["Aurora"], {"body": "at Auroras"})
     assert not mentions(["Hotel Aurora"], {"to": 3, "body": "see you"})
+
+
+def test_a_stated_short_value_is_a_fact_the_rubric_checks_not_wording():
+    from compoenv.compose.goal import _wording
+
+    assert not _wording("folder", "Handover") and not _wording("label", "urgent")
+    assert _wording("body", "Thanks") and _wording("title", "File handover")
+    assert _wording("special_note", "Please call me when the car is ready")
+    composer = Composer(config=ComposerConfig(scenarios=("leaver_files_handover",),
+                                              guidance=(("goal", 1.0),), distractors=0))
+    task = next(iter(composer.generate(1, seed=1)))
+    moves = [c for c in task.rubric if c.kind == "state" and "folder" in c.match]
+    assert moves and all(c.match["folder"] == "Handover" for c in moves)

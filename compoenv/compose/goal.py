@@ -54,11 +54,25 @@ def free_params(walk: Walk) -> dict[int, frozenset[str]]:
         names = frozenset(
             b.param for b in step.bindings
             if b.source is None and isinstance(b.value, str)
-            and free_text(props.get(b.param, {}))
+            and free_text(props.get(b.param, {})) and _wording(b.param, b.value)
             and (step.spec.qualified_name, b.param) not in walk.shown)
         if names:
             out[index] = names
     return out
+
+
+# parameters that take wording (a message, a note, a title), not a name or a place to put
+# something (a folder called "Handover" is where the files go, whoever words the request)
+_WORDING = frozenset({"subject", "body", "title", "content", "message", "text", "note",
+                      "notes", "description", "comment", "memo", "reason", "summary",
+                      "details", "caption", "bio", "agenda", "instructions", "feedback",
+                      "reply", "headline", "topic", "purpose", "special_requests"})
+
+
+def _wording(param: str, value: str) -> bool:
+    """Whether a stated string is wording left to the agent: a wording parameter's, or prose
+    (three words or more) in any other."""
+    return param.casefold() in _WORDING or len(value.split()) >= 3
 
 
 def name_of(walk: Walk, index: int, item: int) -> str | None:
