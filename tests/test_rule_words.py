@@ -40,3 +40,32 @@ def test_fan_out_work_the_goal_already_says_is_not_listed_again():
         request = task.instruction.split("Request: ")[-1]
         assert re.search(r"cancel|called off|off", request)  # the goal says it
         assert "For each of" not in request and "cancel that" not in request
+
+
+def test_a_recheck_rule_over_a_fan_out_rechecks_each_record_before_its_own_change():
+    from compoenv.agents.variants import session_for
+    from compoenv.compose.verify import oracle_message
+    from compoenv.reward import Outcome, score_rubric
+
+    tasks, _ = generate_parallel(40, 77, composer_config(scenarios="all", distractors=10),
+                                 workers=1)
+    registry, seen = Registry.default(), 0
+    for task in tasks:
+        for rule in task.rules:
+            orders = [c for c in task.rubric
+                      if isinstance(c, OrderCriterion) and c.id in rule.criteria]
+            if len(orders) < 2 or "re-checked" not in rule.text:
+                continue
+            seen += 1
+            # the solution re-checks each record; dropping the last re-check fails the rule
+            last = max(i for i, call in enumerate(task.solution)
+                       if call.name == orders[-1].first.name
+                       and call.arguments == orders[-1].first.arguments)
+            for calls, passes in ((task.solution, True),
+                                  (task.solution[:last] + task.solution[last + 1:], False)):
+                session = session_for(task, registry)
+                for call in calls:
+                    session.call(call.name, call.arguments)
+                outcome = Outcome(session, oracle_message(task), task.instruction)
+                assert score_rubric(task.rubric, outcome).passed is passes, task.id
+    assert seen >= 1

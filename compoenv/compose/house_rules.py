@@ -348,14 +348,43 @@ def ordering(walker: Any, rng: random.Random) -> Draft | None:
                     f" in {service_label(classes, target.service)}"
                 text = (f"Nothing changes in {service_label(classes, step.spec.service)} until "
                         f"you have re-checked the {thing} it concerns{where}.")
-                criterion = OrderCriterion(
-                    id="", first=Call(name=target.qualified_name, arguments=args),
-                    then=step.spec.qualified_name,
-                    description=f"House rule: {target.qualified_name} re-checked the {thing} "
-                                f"before {step.spec.qualified_name}")
-                return Draft("ordering", text, added=[at], before={at: index},
-                             criteria=[criterion])
+                draft = Draft("ordering", text, added=[at], before={at: index})
+                # every other record the same write changes is re-checked before its own
+                # change ("the booking it concerns": each booking a fan-out cancels)
+                others = _rechecks(walker, order[order.index(index) + 1:], step.spec, b,
+                                   target, edge.param, draft)
+                for value in [b.value, *others]:
+                    draft.criteria.append(OrderCriterion(
+                        id="", first=Call(name=target.qualified_name,
+                                          arguments={edge.param: value}),
+                        then=step.spec.qualified_name,
+                        then_arguments={b.param: value} if others else None,
+                        description=f"House rule: {target.qualified_name} re-checked the "
+                                    f"{thing} {value} before {step.spec.qualified_name}"))
+                return draft
     return None
+
+
+def _rechecks(walker: Any, later: list[int], write: ToolSpec, first: Binding,
+              target: ToolSpec, param: str, draft: Draft) -> list[Any]:
+    """Re-checks (with ``target``) of the other records the write ``write`` changes later in
+    ``later``, each placed before its write: the values re-checked."""
+    walk, done = walker.walk, [first.value]
+    for j in later:
+        step = walk.steps[j]
+        if step.spec.qualified_name != write.qualified_name or j in walk.rule_steps:
+            continue
+        b = next((x for x in step.bindings if x.param == first.param and x.source is not None
+                  and x.value not in done), None)
+        if b is None:
+            continue
+        at = walker.rule_step(target, [Binding(param, b.value, b.source, b.path, b.interface)])
+        if at is None:
+            continue
+        draft.added.append(at)
+        draft.before[at] = j
+        done.append(b.value)
+    return done[1:]
 
 
 def _item_key(spec: ToolSpec) -> Slot | None:
