@@ -4,19 +4,26 @@ re-reads, and a goal-level request keeps the rules' words plain."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from compoenv.cli.common import composer_config
 from compoenv.compose.parallel import generate_parallel
 from compoenv.compose.render import noun
 from compoenv.registry import Registry
-from compoenv.task import OrderCriterion
+from compoenv.task import OrderCriterion, Task
+
+
+@lru_cache(maxsize=1)
+def _default_tasks() -> tuple[Task, ...]:
+    """60 default tasks (scenario jobs, 10 distractors each), composed once."""
+    tasks, _ = generate_parallel(60, 77, composer_config(scenarios="all", distractors=10),
+                                 workers=1)
+    return tuple(tasks)
 
 
 def test_a_recheck_rule_names_the_record_its_order_criterion_reads():
-    tasks, _ = generate_parallel(60, 77, composer_config(scenarios="all", distractors=10),
-                                 workers=1)
     registry, checked = Registry.default(), 0
-    for task in tasks:
+    for task in _default_tasks():
         for rule in task.rules:
             if "re-checked" not in rule.text:
                 continue
@@ -47,10 +54,8 @@ def test_a_recheck_rule_over_a_fan_out_rechecks_each_record_before_its_own_chang
     from compoenv.compose.verify import oracle_message
     from compoenv.reward import Outcome, score_rubric
 
-    tasks, _ = generate_parallel(40, 77, composer_config(scenarios="all", distractors=10),
-                                 workers=1)
     registry, seen = Registry.default(), 0
-    for task in tasks:
+    for task in _default_tasks():
         for rule in task.rules:
             orders = [c for c in task.rubric
                       if isinstance(c, OrderCriterion) and c.id in rule.criteria]
