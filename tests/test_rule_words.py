@@ -74,3 +74,20 @@ def test_a_recheck_rule_over_a_fan_out_rechecks_each_record_before_its_own_chang
                 outcome = Outcome(session, oracle_message(task), task.instruction)
                 assert score_rubric(task.rubric, outcome).passed is passes, task.id
     assert seen >= 1
+
+
+def test_a_naming_rule_lists_every_field_its_label_is_required_in():
+    from compoenv.task import CallCriterion, StateCriterion
+
+    for task in _default_tasks():
+        for rule in task.rules:
+            if rule.kind != "naming":
+                continue
+            label = re.search(r'"(\w+)-<', rule.text).group(1)
+            for c in task.rubric:
+                held = (c.arguments if isinstance(c, CallCriterion) else
+                        c.match if isinstance(c, StateCriterion) else {})
+                for field, value in held.items():
+                    if isinstance(value, str) and value.startswith(label + "-"):
+                        assert f"the {field.replace('_', ' ')} of every" in rule.text, (
+                            task.id, field, rule.text)

@@ -82,10 +82,13 @@ def name_of(walk: Walk, index: int, item: int) -> str | None:
             or not isinstance(record[item], dict):
         return None
     kind = noun(walk.steps[index].spec).casefold().replace(" ", "_")
-    for field in (*_NAME_FIELDS, *(f"{kind}_{f}" for f in _NAME_FIELDS)):
-        value = record[item].get(field)  # its "name", or its "restaurant_name"
-        if isinstance(value, str) and 2 <= len(value) <= 80:
-            return value
+    # its "name" or "restaurant_name", else its own id (an order is ORD-4443, not the company
+    # it bought), else another field that tells it apart (a number, a symbol)
+    for fields in (_NAME_FIELDS[:2], ("id",), _NAME_FIELDS[2:]):
+        for field in (*fields, *(f"{kind}_{f}" for f in fields)):
+            value = record[item].get(field)
+            if isinstance(value, str) and 2 <= len(value) <= 80:
+                return value
     return None
 
 

@@ -28,7 +28,9 @@ from compoenv.compose.steps import as_list_path, single_result
 from compoenv.reward import record_dict, same_value
 from compoenv.schema import Slot, extract
 from compoenv.service import ToolSpec
-from compoenv.task import Call, Criterion, OrderCriterion, StateCriterion, UnchangedCriterion
+from compoenv.task import (
+    Call, CallCriterion, Criterion, OrderCriterion, StateCriterion, UnchangedCriterion,
+)
 from compoenv.worldmodel.base import SimState
 
 __all__ = ["NAMED", "Draft", "Naming", "naming_for", "source_of_truth", "threshold", "ordering",
@@ -124,8 +126,12 @@ def naming_rule(naming: Naming, walk: Walk, session: Any) -> Draft | None:
     things = []
     for index, param, old in naming.applied:
         criteria = _holding(walk, session, index, naming.value, f"is labelled {naming.value}")
-        if not criteria:
-            continue
+        if not criteria:  # no record shows it (a payment's memo): the call must carry it
+            spec = walk.steps[index].spec
+            criteria = [CallCriterion(
+                id="", name=spec.qualified_name, arguments={param: naming.value},
+                required=True, description=f"House rule: {spec.qualified_name} is labelled "
+                                           f"{naming.value} ({param})")]
         draft.criteria += criteria
         draft.changes.append((index, param, old))
         things.append(f"the {words(param)} of every {noun(walk.steps[index].spec)}")
