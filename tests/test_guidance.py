@@ -370,3 +370,21 @@ def test_a_stated_short_value_is_a_fact_the_rubric_checks_not_wording():
     task = next(iter(composer.generate(1, seed=1)))
     moves = [c for c in task.rubric if c.kind == "state" and "folder" in c.match]
     assert moves and all(c.match["folder"] == "Handover" for c in moves)
+
+
+def test_a_read_the_job_exists_for_is_asked_for_and_checked():
+    from compoenv.compose.verify import oracle_message
+
+    composer = Composer(config=ComposerConfig(scenarios=("saved_recipe_batch_cook",),
+                                              guidance=(("goal", 1.0),), distractors=0))
+    task = next(iter(composer.generate(1, seed=3)))
+    scale = next(c for c in task.solution if c.name == "recipes__scale_recipe")
+    assert f"{scale.arguments['servings']} servings" in task.instruction
+    registry = Registry.default()
+    for calls, passes in ((task.solution, True),
+                          ([c for c in task.solution if c is not scale], False)):
+        session = session_for(task, registry)
+        for call in calls:
+            session.call(call.name, call.arguments)
+        outcome = Outcome(session, oracle_message(task), task.instruction)
+        assert score_rubric(task.rubric, outcome).passed is passes

@@ -211,6 +211,28 @@ def _article(listing: str) -> str:
     return "the " + listing
 
 
+def asked_reads(walk: Walk) -> set[int]:
+    """The reads a goal-level request asks for as acts, and the outcome rubric checks: a read
+    of the job's own that is no search and no pick, and takes a value only the user states
+    ("scale that recipe to 20 servings", "export that document as PDF"). Nothing else shows
+    that the job did it."""
+    fed = lists_fed(walk)
+    out: set[int] = set()
+    for segment in walk.segments:
+        steps = [i for i in segment.steps if i not in walk.rule_steps]
+        if not steps or not all(walk.steps[i].spec.read_only for i in steps):
+            continue
+        index = steps[0]
+        step = walk.steps[index]
+        if index in walk.choices or index in fed or not any(
+                b.source is None and not isinstance(b.value, bool) for b in step.bindings):
+            continue
+        said = phrase(step.spec, walk, step.bindings)
+        if _READ_VERB.sub("", said, count=1) == said:
+            out.add(index)
+    return out
+
+
 def _used(walk: Walk) -> set[int]:
     """Steps whose results later calls or the report use."""
     used = {b.source for s in walk.steps for b in s.bindings if b.source is not None}
@@ -328,7 +350,7 @@ def render_goal(walk: Walk, context: str | None = None, hints: int = 0,
     """
     free = free_params(walk)
     fed = lists_fed(walk)
-    used = _used(walk)
+    used, asked = _used(walk), asked_reads(walk)
     named, said_in_wants = _alike(walk), set()
     decided: list[int] = []
     wants: list[list[str] | str] = []  # runs of single writes, and fan-outs (a str each)
@@ -342,7 +364,7 @@ def render_goal(walk: Walk, context: str | None = None, hints: int = 0,
             lookups.append(steps[0])
             if steps[0] in walk.choices:
                 decided.append(steps[0])
-            elif steps[0] not in fed and steps[0] in used and any(
+            elif steps[0] not in fed and (steps[0] in used or steps[0] in asked) and any(
                     b.source is None for b in walk.steps[steps[0]].bindings):
                 # what the user must say for it: what to look for ("hotels in Athens"), or,
                 # where the read is not a search, the read itself ("export that document

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from compoenv.answers import SLACK, canonical, kind_of
-from compoenv.compose.goal import free_params, message_facts
+from compoenv.compose.goal import asked_reads, free_params, message_facts
 from compoenv.compose.records import Binding, Walk
 from compoenv.reward import (
     STATUS_FIELDS, Shown, _as_number, normalize_text, record_dict, same_value, scalars, siblings,
@@ -373,6 +373,14 @@ def build_rubric(walk: Walk, session: Session, answers: list[str],
     criteria.extend(_uncovered(walk, criteria, free))
     shown = Shown.of(r.result.get("data") for r in session.log if r.result.get("success"))
     criteria.extend(_answer_criteria(walk, answers, session.world, shown))
+    # a read the request asks for as an act ("scale that recipe to 20 servings") shows in no
+    # record: a goal-level rubric requires the call itself
+    for index in sorted(asked_reads(walk)) if outcome else ():
+        step = walk.steps[index]
+        criteria.append(CallCriterion(
+            id="", name=step.spec.qualified_name, arguments=step.arguments, required=True,
+            description=f"Called {step.spec.qualified_name} with {_summary(step.arguments)} "
+                        f"(the request asks for it)"))
     for index, step in enumerate(walk.steps):
         if step.spec.read_only and index not in walk.rule_steps and not outcome:
             criteria.append(CallCriterion(
