@@ -123,11 +123,18 @@ class Pick(_Model):
         says: How the request says it, a noun phrase that names the item's kind ("the
             cheapest hotel", "the most overdue invoice", "the candidate who asked for the
             least"); words a list's own qualifiers follow ("the cheapest hotel in Athens").
+        among: Only the items whose fields hold these values count ({"status": "open"} for
+            "the open form closing soonest"), where the list's tool cannot ask for them alone.
     """
 
     field: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     order: Literal["min", "max"]
     says: str = Field(min_length=5, max_length=80, pattern=r"^the [^_{}]+$")
+    # only the items whose top-level fields hold these values count ("the open form closing
+    # soonest": {"status": "open"}), where the list's tool cannot ask for them alone; what
+    # ``says`` must then say
+    among: dict[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")],
+                str | int | float | bool] = Field(default_factory=dict, max_length=3)
 
 
 class Stage(_Model):

@@ -486,3 +486,24 @@ def test_a_stages_stated_days_move_with_the_worlds_today_never_nearer():
             assert new.weekday() == day.weekday()
             assert (new - today).days >= (day - DEFAULT_TODAY).days
         assert moved["start"].endswith("T10:00")
+
+
+def test_a_pick_among_some_items_takes_only_those():
+    from compoenv.cli.common import composer_config
+    from compoenv.compose.parallel import generate_parallel
+    from compoenv.agents.variants import session_for
+    from compoenv.registry import Registry
+
+    tasks, _ = generate_parallel(4, 3, composer_config(
+        scenarios="close_translation_feedback_form", distractors=0), workers=1)
+    assert tasks
+    for task in tasks:
+        assert "the open form" in task.instruction
+        session = session_for(task, Registry.default())
+        forms = session.call(task.solution[0].name, task.solution[0].arguments)["data"]
+        closed = next(c.arguments["form_id"] for c in task.solution
+                      if c.name == "forms__update_form")
+        picked = next(f for f in forms if f["id"] == closed)
+        assert picked["status"] == "open"
+        assert picked["close_date"] == min(f["close_date"] for f in forms
+                                           if f["status"] == "open")

@@ -25,6 +25,7 @@ from compoenv.compose.records import (
 )
 from compoenv.compose.steps import ranges_in_order, single_result
 from compoenv.compose.values import MISSING, fresh_value
+from compoenv.reward import same_value
 from compoenv.roles import compatible
 from compoenv.schema import extract, free_text
 from compoenv.compose.walk import Walker
@@ -289,18 +290,26 @@ def _pick(walker: ScenarioWalker, stage: Stage, index: int) -> None:
     kind = noun(step.spec)
     slots = {s.path[1]: s for s in orderable(step.spec)}
     if stage.by:
-        options = [Choice(slots[p.field], p.order, p.says) for p in stage.by
+        options = [(Choice(slots[p.field], p.order, p.says), p.among) for p in stage.by
                    if p.field in slots]
     else:
-        options = [Choice(s, order, says) for s in slots.values() for order in ("min", "max")
+        options = [(Choice(s, order, says), {}) for s in slots.values()
+                   for order in ("min", "max")
                    if (says := plain(s, order, kind, step.spec.returns)) is not None]
     walker.rng.shuffle(options)
     reason = "no_criterion"
-    for option in options:
-        item, why = choose(step.result, option.slot, option.order)
+    for option, among in options:
+        # the items the criterion's words allow ("the open form ..."): the pick is among them
+        allowed = [k for k, it in enumerate(step.result) if isinstance(it, dict) and all(
+            same_value(v, it.get(f)) for f, v in among.items())]
+        if not allowed:
+            reason = "none_among"
+            continue
+        item, why = choose([step.result[k] for k in allowed], option.slot, option.order)
         if item is None:
             reason = "tied_pick" if why == "tied_pick" else reason
             continue
+        item = allowed[item]
         walker.walk.segments[-1].text = (phrase(step.spec, walker.walk, step.bindings)
                                          + f", and take {option.says}")
         walker.adopt(index, item)
