@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from compoenv.compose.render import plural, singular
+from compoenv.compose.render import noun, plural, singular
 
 
 @pytest.mark.parametrize("many,one", [
@@ -202,3 +204,27 @@ def test_a_yes_no_filter_reads_with_or_without_and_a_found_records_name_as_the_r
         Binding("city", "Oslo", interface="City"), Binding("start", "2026-03-01T10:00"),
         Binding("duration_minutes", 60)])
     assert "the parking's name" not in said and "at the parking in Oslo" in said, said
+
+
+def test_a_record_the_job_made_beside_one_it_found_is_asked_for_as_the_new_one():
+    from compoenv.compose import Composer
+    from compoenv.cli.common import composer_config
+    from compoenv.compose.records import Rejected
+
+    composer, seen = Composer(config=composer_config(scenarios="all", distractors=10)), 0
+    for seed in range(120):
+        try:
+            _, walk = composer._build(seed)
+        except Rejected:
+            continue
+        for ask, binding in zip(walk.asks, walk.reports):
+            step = walk.steps[binding.source]
+            made = any(k == "created" for _, _, k in walk.effects.get(binding.source, []))
+            found_alike = any(s.spec.read_only and noun(s.spec) == noun(step.spec)
+                              for s in walk.steps[:binding.source])
+            if ask.endswith("'s id") and not step.spec.read_only and made and found_alike:
+                assert ask.startswith("the new "), ask
+                seen += 1
+            elif ask.startswith("the new ") and ask.endswith("'s id"):
+                assert made and found_alike, ask
+    assert seen >= 3

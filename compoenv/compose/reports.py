@@ -74,8 +74,8 @@ def choose_reports(walker: Walker, low: int, high: int) -> None:
         picked.pop()
     picked.sort(key=lambda v: v.step)
     reports = [(Binding("answer", v.value, v.step, v.slot.path, v.slot.interface),
-                _nth(_ask(walk.steps[v.step].spec, v.slot.path, v.slot.interface),
-                     _records_before(walk, nouns, v.step)))
+                _made_beside(_nth(_ask(walk.steps[v.step].spec, v.slot.path, v.slot.interface),
+                                  _records_before(walk, nouns, v.step)), walk, nouns, v.step))
                for v in picked] + totals[:1]
     if len(reports) < low:
         raise Rejected("nothing_to_report", f"{len(reports)} values to report, need {low}",
@@ -102,6 +102,17 @@ def _renamed(walk: Any, nouns: list[str], value: Any) -> bool:
 
 
 _ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth")
+
+
+def _made_beside(ask: str, walk: Any, nouns: list[str], step: int) -> str:
+    """"the payment's id" of a payment the job made, where it also found one (the payment it
+    refunds), reads "the new payment's id": the request names one record."""
+    created = any(kind == "created" for _, _, kind in walk.effects.get(step, []))
+    if (walk.steps[step].spec.read_only or not created or not ask.startswith("the ")
+            or not any(nouns[i] == nouns[step] and walk.steps[i].spec.read_only
+                       for i in range(step))):
+        return ask
+    return f"the new {ask[4:]}"
 
 
 def _records_before(walk: Any, nouns: list[str], step: int) -> int:
