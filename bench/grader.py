@@ -10,7 +10,7 @@ still pass every required criterion (``binary``):
   task is not about), one of its own writes undone, a goal task's message worded without
   the facts it must carry (``facts_dropped``), a report that hedges one value with the same
   field of another record (``hedged``) or with a made-up neighbour ("TKT-7735 or maybe
-  TKT-7736", ``hedged_or``);
+  TKT-7736", ``hedged_or``), a message or document worded "ok" (``placeholder``);
 - right work (each should pass 100%): independent calls reordered, extra reads, the report
   reformatted, an honest verbose report, a goal task's messages in other words that keep
   their facts (``reworded``: the wording of a goal-level request is the agent's).
@@ -63,10 +63,10 @@ def play(task: Task, p: v.Play, registry: Registry) -> tuple[float, float]:
 
 
 def reads_only(task: Task, registry: Registry) -> v.Play | None:
-    writes = set(v.writes_of(task, registry))
-    if not writes:
+    work = set(v.work_of(task, registry))
+    if not work:
         return None
-    calls = tuple(c for i, c in enumerate(task.solution) if i not in writes)
+    calls = tuple(c for i, c in enumerate(task.solution) if i not in work)
     return v.Play("reads_only", calls, oracle_message(task))
 
 
@@ -111,7 +111,7 @@ def run(tasks: list[Task], registry: Registry, max_per_task: int = 40) -> dict[s
              for kind, c in sorted(passed.items())}
     wrong_kinds = ["wrong_argument", "wrong_free_text", "fanout_drop", "decoy_touched",
                    "collateral_record", "collateral_service", "undo_own", "facts_dropped", "hedged",
-                   "hedged_or"]
+                   "hedged_or", "placeholder"]
     out: dict[str, Any] = {
         "tasks": len(tasks),
         "seconds": round(time.perf_counter() - start, 1),

@@ -95,6 +95,9 @@ class Outcome:
         return out
 
 
+_WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
+MAX_WORDED = 20_000  # characters of one argument read for its words
+
 def scalars(value: Any) -> Iterator[Any]:
     """The leaves of a JSON-like value: everything that is not a mapping, list or tuple."""
     stack = [value]
@@ -235,7 +238,7 @@ def siblings(value: Any, data: Any, field: str | None = None) -> Iterator[Any]:
     elif isinstance(data, list):
         records = [r for r in data if isinstance(r, dict)]
         for name in {f for r in records for f, v in r.items()
-                     if (field is None or f == field) and same_value(value, v)}:
+                     if _alike(f, field) and same_value(value, v)}:
             for r in records:
                 other = r.get(name)
                 if other is not None and not same_value(value, other) \
@@ -243,6 +246,12 @@ def siblings(value: Any, data: Any, field: str | None = None) -> Iterator[Any]:
                     yield other
         for r in records:
             yield from siblings(value, r, field)
+
+
+def _alike(name: str, field: str | None) -> bool:
+    """Whether a field is ``field`` or says it of its record (``product_name`` of ``name``)."""
+    return field is None or name == field or name.endswith("_" + field) \
+        or field.endswith("_" + name)
 
 
 def same_value(expected: Any, actual: Any) -> bool:
@@ -334,7 +343,14 @@ def _check_answer(c: AnswerCriterion, out: Outcome) -> tuple[bool, str]:
 def _call_matches(c: CallCriterion, record: CallRecord) -> bool:
     return (record.name == c.name and record.result.get("success", False)
             and isinstance(record.arguments, Mapping) and same_value(c.arguments, record.arguments)
-            and (not c.mentions or mentions(c.mentions, record.arguments)))
+            and (not c.mentions or mentions(c.mentions, record.arguments))
+            and (not c.min_words or worded(record.arguments, c.wording) >= c.min_words))
+
+
+def worded(arguments: Mapping[str, Any], params: Iterable[str]) -> int:
+    """How many words the text arguments ``params`` of a call hold together."""
+    return sum(len(_WORD.findall(v[:MAX_WORDED])) for p in params
+               if isinstance(v := arguments.get(p), str))
 
 
 def mentions(facts: Iterable[str], arguments: Mapping[str, Any]) -> bool:
@@ -347,6 +363,7 @@ def mentions(facts: Iterable[str], arguments: Mapping[str, Any]) -> bool:
 def _check_call(c: CallCriterion, out: Outcome) -> tuple[bool, str]:
     hit = any(_call_matches(c, r) for r in out.session.log)
     naming = f" naming {c.mentions}" if c.mentions else ""
+    naming += f" in {c.min_words} words or more" if c.min_words else ""
     return hit, "" if hit else f"no successful call {c.name}({c.arguments}){naming}"
 
 

@@ -100,6 +100,10 @@ class CallCriterion(_Criterion):
     # arguments, whatever the rest of the wording
     mentions: list[Annotated[str, Field(min_length=1, max_length=MAX_VALUE_CHARS)]] = Field(
         [], max_length=8)
+    # a message, not a placeholder: the wording arguments ``wording`` (a subject and a body)
+    # hold at least this many words together, whatever they say
+    min_words: int = Field(0, ge=0, le=200)
+    wording: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field([], max_length=8)
 
 
 class UnchangedCriterion(_Criterion):

@@ -388,3 +388,26 @@ def test_a_read_the_job_exists_for_is_asked_for_and_checked():
             session.call(call.name, call.arguments)
         outcome = Outcome(session, oracle_message(task), task.instruction)
         assert score_rubric(task.rubric, outcome).passed is passes
+
+
+def test_a_message_worded_as_a_placeholder_fails_and_any_real_wording_passes():
+    from compoenv.agents.variants import placeholders, reworded
+    from compoenv.cli.common import composer_config
+    from compoenv.compose.parallel import generate_parallel
+    from compoenv.reward import worded
+
+    assert worded({"subject": "Your room", "body": "It's booked for the visit."},
+                  ["subject", "body"]) == 7
+    tasks, _ = generate_parallel(30, 77, composer_config(scenarios="all", distractors=10),
+                                 workers=1)
+    registry, tried = Registry.default(), 0
+    for task in tasks:
+        for build, passes in ((placeholders, False), (reworded, True)):
+            for play in build(task, registry):
+                session = session_for(task, registry)
+                for call in play.calls:
+                    session.call(call.name, call.arguments)
+                outcome = Outcome(session, play.message, task.instruction)
+                assert score_rubric(task.rubric, outcome).passed is passes, (task.id, play.detail)
+                tried += not passes
+    assert tried >= 10

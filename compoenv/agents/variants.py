@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+from compoenv.compose.goal import BODIES
 from compoenv.compose.records import record_keys
 from compoenv.compose.values import MISSING, fresh_value
 from compoenv.compose.verify import free_wording, oracle_message
@@ -76,6 +77,18 @@ def writes_of(task: Task, registry: Registry) -> list[int]:
         except RegistryError:
             continue
     return out
+
+
+def work_of(task: Task, registry: Registry) -> list[int]:
+    """Indices of the solution's calls that are the job's work: its writes, and the reads the
+    request asks for as acts ("scale that recipe to 20 servings"), which the rubric requires."""
+    asked = [(c.name, c.arguments) for c in task.rubric
+             if isinstance(c, CallCriterion) and c.required]
+    writes = set(writes_of(task, registry))
+    return [i for i, call in enumerate(task.solution) if i in writes or any(
+        call.name == name and same_value(arguments, {k: call.arguments.get(k)
+                                                     for k in arguments})
+        for name, arguments in asked)]
 
 
 def _results(task: Task, registry: Registry) -> list[Any]:
@@ -420,9 +433,30 @@ def _typed(answer: str, data: Any) -> Any:
     return answer
 
 
+def placeholders(task: Task, registry: Registry) -> list[Play]:
+    """A goal task's message or document worded as a placeholder ("ok" for the subject and
+    the body): one play per such call."""
+    # a sign-off a house rule adds says only what the rule fixes (its subject): its body is
+    # anyone's, and no placeholder
+    fixed = [q.split("<")[0] for r in task.rules if r.kind == "threshold"
+             for q in re.findall(r'"([^"<]+)<', r.text)]
+    out = []
+    for i, call in enumerate(task.solution):
+        loose = sorted(free_wording(task, call, registry))
+        if not set(loose) & BODIES or any(
+                isinstance(v, str) and v.startswith(q) for q in fixed
+                for v in call.arguments.values()):
+            continue
+        changed = Call(name=call.name, arguments={**call.arguments, **dict.fromkeys(loose, "ok")})
+        out.append(Play("placeholder", (*task.solution[:i], changed, *task.solution[i + 1:]),
+                        oracle_message(task), f"{call.name} worded 'ok'"))
+    return out
+
+
 WRONG = {"wrong_argument": wrong_arguments, "fanout_drop": fanout_drops,
          "decoy_touched": decoy_touches, "collateral": collateral_writes, "undo_own": undo_own,
-         "facts_dropped": facts_dropped, "hedged": hedged, "hedged_or": hedged_or}
+         "facts_dropped": facts_dropped, "hedged": hedged, "hedged_or": hedged_or,
+         "placeholder": placeholders}
 
 
 # --- right work ------------------------------------------------------------------------------

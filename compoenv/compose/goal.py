@@ -61,6 +61,9 @@ def free_params(walk: Walk) -> dict[int, frozenset[str]]:
     return out
 
 
+# the wording parameters that make a call a message or a document (a title alone is not one)
+BODIES = frozenset({"body", "content", "message", "text", "note", "notes", "description",
+                    "comment"})
 # parameters that take wording (a message, a note, a title), not a name or a place to put
 # something (a folder called "Handover" is where the files go, whoever words the request)
 _WORDING = frozenset({"subject", "body", "title", "content", "message", "text", "note",

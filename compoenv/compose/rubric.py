@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from compoenv.answers import SLACK, canonical, kind_of
-from compoenv.compose.goal import asked_reads, free_params, message_facts
+from compoenv.compose.goal import BODIES, asked_reads, free_params, message_facts
 from compoenv.compose.records import Binding, Walk
 from compoenv.reward import (
     STATUS_FIELDS, Shown, _as_number, normalize_text, record_dict, same_value, scalars, siblings,
@@ -231,17 +231,23 @@ def _uncovered(walk: Walk, criteria: list[Criterion],
                 if not any(_holds(m, v) for m in matches) and p not in own
                 and not (index in walk.rule_steps and free_text(props.get(p, {})))}
         facts = [name for _, name in message_facts(walk, index)] if own else []
-        if facts:  # the message is told apart by its recipient, then checked for its facts
+        # a message or document the agent words is a message, not a placeholder ("lol")
+        floor = MIN_MESSAGE_WORDS if own & BODIES else 0
+        if facts or floor:  # told apart by its recipient, then checked for what it carries
             left = {p: v for p, v in step.arguments.items() if p not in own}
-        if not left and not facts:
+        if not left and not facts and not floor:
             continue
         said = [f"with {_summary(left)}"] if left else []
         said += [f"naming {', '.join(facts)}"] if facts else []
+        said += [f"in {floor} words or more"] if floor else []
         out.append(CallCriterion(
             id="", name=step.spec.qualified_name, arguments=left, required=True, distinct=True,
-            mentions=facts,
+            mentions=facts, min_words=floor, wording=sorted(own) if floor else [],
             description=f"Called {step.spec.qualified_name} {', '.join(said)}"))
     return out
+
+
+MIN_MESSAGE_WORDS = 6  # "Happy holidays!" is no message about a booking; any real one is longer
 
 
 def _answer_criteria(walk: Walk, answers: list[str], world: World,
