@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 import gymnasium as gym
 
-from compoenv._cache import ViewCache, fresh_view, frozen, view_plan
+from compoenv._cache import ByIdentity, ViewCache, fresh_view, frozen, view_plan
 from compoenv.actions import MAX_ACTION_CHARS, CallError, parse_action, to_openai_tool_calls
 from compoenv.compose.config import ComposerConfig
 from compoenv.prompts import reset_observation, system_prompt
@@ -107,6 +107,10 @@ def _gateway() -> tuple[Any, Listing, dict[str, Any]]:
     return (Gateway, _listing_of(GATEWAY_TOOLS.values()),
             {name: spec.parameters for name, spec in GATEWAY_TOOLS.items()})
 
+
+# each shared listing's tool name -> parameters, made once per listing (as _listing's)
+_SCHEMAS: ByIdentity[Any, dict[str, Any]] = ByIdentity(
+    lambda listing: {t["function"]["name"]: t["function"]["parameters"] for t in listing}, 1024)
 
 # a read-only view of each live task, made once (a Task is data: change a copy, not it)
 _TASK_VIEWS = ViewCache(lambda task: _view_of(frozen(task.model_dump(mode="json"))))
@@ -283,8 +287,7 @@ class CompoWorldEnv(gym.Env[str, str]):
         else:
             self._gateway = None
             listing, self._tools = _listing(tuple(task.services), self.registry)
-            self._schemas = {t["function"]["name"]: t["function"]["parameters"]
-                             for t in listing}
+            self._schemas = _SCHEMAS(listing)  # read only, as parse_action reads them
         system = system_prompt(world, self.mode)
         self.messages = [{"role": "system", "content": system},
                          {"role": "user", "content": task.instruction}]

@@ -25,6 +25,7 @@ it may). docs/serving.md describes the model.
 from __future__ import annotations
 
 import json
+import math
 import os
 import secrets
 import threading
@@ -423,7 +424,9 @@ class ServedTasks:
                              world_model=self.world_model, registry=self.registry)
 
 
-_dumps = json.JSONEncoder(ensure_ascii=False, default=str).encode  # one encoder, reused
+# one encoder, reused; compact: the same JSON values in fewer bytes for the server to send
+# and the client to parse
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
 _PUBLIC_CRITERION = ("id", "kind", "passed", "weight", "required")
 
 
@@ -525,9 +528,10 @@ def _payload(text: str, messages: str, tools: str, metadata: dict[str, Any],
     """OpenEnv's step/reset JSON (``serialize_observation``'s shape: the metadata in the
     observation and beside it), built as one string."""
     meta = _dumps(metadata)
-    return (f'{{"observation": {{"text": {_dumps(text)}, "messages": {messages}, '
-            f'"tools": {tools}, "metadata": {meta}}}, "reward": {_dumps(reward)}, '
-            f'"done": {"true" if done else "false"}, "metadata": {meta}}}')
+    score = repr(reward) if type(reward) is float and math.isfinite(reward) else _dumps(reward)
+    return (f'{{"observation":{{"text":{_dumps(text)},"messages":{messages},'
+            f'"tools":{tools},"metadata":{meta}}},"reward":{score},'
+            f'"done":{"true" if done else "false"},"metadata":{meta}}}')
 
 
 def _check_episode_id(episode_id: Any) -> None:
