@@ -179,6 +179,8 @@ class CompoWorldEnv(gym.Env[str, str]):
 
     metadata = {"render_modes": ["ansi"]}
     _spec: gym.envs.registration.EnvSpec | None = None
+    # whether info carries the task's view (a server that reads none of it turns it off)
+    _info_task = True
 
     def __init__(self, tasks: str | Path | Sequence[Task | dict[str, Any]] | None = None, *,
                  mode: str = "direct", max_steps: int | None = None, reward: str = "rubric",
@@ -435,8 +437,9 @@ class CompoWorldEnv(gym.Env[str, str]):
         # the task; the transcript list is shared on purpose: it is the episode's growing
         # message log, and copying it would make steps O(n).
         info: dict[str, Any] = {"messages": self.messages, "tools": self._tools,
-                                "task": fresh_view(self._task_view, self._task_nested),
                                 "step": self._steps}
+        if self._info_task:
+            info["task"] = fresh_view(self._task_view, self._task_nested)
         if self._result is not None:
             info["rubric"] = [c.model_dump() for c in self._result.criteria]
             # the vocabulary of scores (docs/rubric.md "Scores")

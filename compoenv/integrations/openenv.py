@@ -420,8 +420,10 @@ class ServedTasks:
         return self.tasks[seed % len(self.tasks)]
 
     def new_env(self) -> CompoWorldEnv:
-        return CompoWorldEnv(mode=self.mode, max_steps=self._given,
-                             world_model=self.world_model, registry=self.registry)
+        env = CompoWorldEnv(mode=self.mode, max_steps=self._given,
+                            world_model=self.world_model, registry=self.registry)
+        env._info_task = False  # the server sends the task's instruction alone
+        return env
 
 
 # one encoder, reused; compact: the same JSON values in fewer bytes for the server to send
