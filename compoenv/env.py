@@ -108,6 +108,20 @@ def _gateway() -> tuple[Any, Listing, dict[str, Any]]:
             {name: spec.parameters for name, spec in GATEWAY_TOOLS.items()})
 
 
+@lru_cache(maxsize=256)
+def _cached_config(**settings: Any) -> ComposerConfig:
+    return ComposerConfig(**settings)
+
+
+def _composer_config(**settings: Any) -> ComposerConfig:
+    """The (frozen) composer settings of an env: one object per distinct settings, checked
+    once, as every env of a server or a vector env has the same."""
+    try:
+        return _cached_config(**settings)
+    except TypeError:  # an unhashable setting: checked (and refused) as it is
+        return ComposerConfig(**settings)
+
+
 # each shared listing's tool name -> parameters, made once per listing (as _listing's)
 _SCHEMAS: ByIdentity[Any, dict[str, Any]] = ByIdentity(
     lambda listing: {t["function"]["name"]: t["function"]["parameters"] for t in listing}, 1024)
@@ -251,9 +265,9 @@ class CompoWorldEnv(gym.Env[str, str]):
 
             self._scenarios = resolve(scenarios, services or self.registry.names())
         self._every = every
-        self._config = ComposerConfig(min_hops=low, max_hops=high, min_services=min_services,
-                                      services=tuple(services) if services else None,
-                                      distractors=distractors, derive=every, **extra)
+        self._config = _composer_config(min_hops=low, max_hops=high, min_services=min_services,
+                                        services=tuple(services) if services else None,
+                                        distractors=distractors, derive=every, **extra)
         self._composer: Any = None  # a Composer, built (and imported) at the first draw
         self.observation_space, self.action_space = _OBSERVATIONS, _ACTIONS
         self.task: Task | None = None

@@ -580,9 +580,14 @@ def score_rubric(rubric: Sequence[Criterion], outcome: Outcome) -> RubricResult:
     results = []
     for c in rubric:
         passed, detail = check_criterion(c, outcome)
-        results.append(CriterionResult(id=c.id, kind=c.kind, description=c.description,
-                                       passed=passed, weight=_weight(c), required=c.required,
-                                       detail=detail))
+        fields = dict(id=c.id, kind=c.kind, description=c.description, passed=passed,
+                      weight=_weight(c), required=c.required, detail=detail)
+        if (type(passed) is bool and type(detail) is str and type(c.id) is str
+                and type(c.kind) is str and type(c.description) is str
+                and type(c.required) is bool):  # valid as they are: nothing to check
+            results.append(CriterionResult.model_construct(**fields))
+        else:
+            results.append(CriterionResult(**fields))
     _distinct(rubric, results, outcome)
     return _scores(results)
 
