@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 import gymnasium as gym
 
-from compoenv._cache import ViewCache, fresh_view, frozen, view_plan
+from compoenv._cache import ByIdentity, ViewCache, fresh_view, frozen, view_plan
 from compoenv.actions import MAX_ACTION_CHARS, CallError, parse_action, to_openai_tool_calls
 from compoenv.compose.config import ComposerConfig
 from compoenv.prompts import reset_observation, system_prompt
@@ -108,6 +108,24 @@ def _gateway() -> tuple[Any, Listing, dict[str, Any]]:
             {name: spec.parameters for name, spec in GATEWAY_TOOLS.items()})
 
 
+@lru_cache(maxsize=256)
+def _cached_config(**settings: Any) -> ComposerConfig:
+    return ComposerConfig(**settings)
+
+
+def _composer_config(**settings: Any) -> ComposerConfig:
+    """The (frozen) composer settings of an env: one object per distinct settings, checked
+    once, as every env of a server or a vector env has the same."""
+    try:
+        return _cached_config(**settings)
+    except TypeError:  # an unhashable setting: checked (and refused) as it is
+        return ComposerConfig(**settings)
+
+
+# each shared listing's tool name -> parameters, made once per listing (as _listing's)
+_SCHEMAS: ByIdentity[Any, dict[str, Any]] = ByIdentity(
+    lambda listing: {t["function"]["name"]: t["function"]["parameters"] for t in listing}, 1024)
+
 # a read-only view of each live task, made once (a Task is data: change a copy, not it)
 _TASK_VIEWS = ViewCache(lambda task: _view_of(frozen(task.model_dump(mode="json"))))
 
@@ -175,6 +193,8 @@ class CompoWorldEnv(gym.Env[str, str]):
 
     metadata = {"render_modes": ["ansi"]}
     _spec: gym.envs.registration.EnvSpec | None = None
+    # whether info carries the task's view (a server that reads none of it turns it off)
+    _info_task = True
 
     def __init__(self, tasks: str | Path | Sequence[Task | dict[str, Any]] | None = None, *,
                  mode: str = "direct", max_steps: int | None = None, reward: str = "rubric",
@@ -245,9 +265,9 @@ class CompoWorldEnv(gym.Env[str, str]):
 
             self._scenarios = resolve(scenarios, services or self.registry.names())
         self._every = every
-        self._config = ComposerConfig(min_hops=low, max_hops=high, min_services=min_services,
-                                      services=tuple(services) if services else None,
-                                      distractors=distractors, derive=every, **extra)
+        self._config = _composer_config(min_hops=low, max_hops=high, min_services=min_services,
+                                        services=tuple(services) if services else None,
+                                        distractors=distractors, derive=every, **extra)
         self._composer: Any = None  # a Composer, built (and imported) at the first draw
         self.observation_space, self.action_space = _OBSERVATIONS, _ACTIONS
         self.task: Task | None = None
@@ -283,8 +303,7 @@ class CompoWorldEnv(gym.Env[str, str]):
         else:
             self._gateway = None
             listing, self._tools = _listing(tuple(task.services), self.registry)
-            self._schemas = {t["function"]["name"]: t["function"]["parameters"]
-                             for t in listing}
+            self._schemas = _SCHEMAS(listing)  # read only, as parse_action reads them
         system = system_prompt(world, self.mode)
         self.messages = [{"role": "system", "content": system},
                          {"role": "user", "content": task.instruction}]
@@ -432,8 +451,9 @@ class CompoWorldEnv(gym.Env[str, str]):
         # the task; the transcript list is shared on purpose: it is the episode's growing
         # message log, and copying it would make steps O(n).
         info: dict[str, Any] = {"messages": self.messages, "tools": self._tools,
-                                "task": fresh_view(self._task_view, self._task_nested),
                                 "step": self._steps}
+        if self._info_task:
+            info["task"] = fresh_view(self._task_view, self._task_nested)
         if self._result is not None:
             info["rubric"] = [c.model_dump() for c in self._result.criteria]
             # the vocabulary of scores (docs/rubric.md "Scores")

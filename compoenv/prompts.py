@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any, Sequence
 
 from compoenv.untrusted import neutralise
@@ -20,10 +21,15 @@ _GATEWAY_NOTE = (
 def system_prompt(world: World, mode: str = "direct") -> str:
     """Who the agent works for, today's date, and how an episode ends."""
     user = world.user
+    return _system_prompt(user.name, user.email, user.city, world.today, mode)
+
+
+@lru_cache(maxsize=1024)  # every episode of a task reads the same one
+def _system_prompt(name: str, email: str, city: str, today: Any, mode: str) -> str:
     lines = [
         "You are a capable assistant that completes the user's request by calling tools.",
-        f"You act for {user.name} <{user.email}>, based in {user.city}. "
-        f"Today is {world.today:%A, %Y-%m-%d}.",
+        f"You act for {name} <{email}>, based in {city}. "
+        f"Today is {today:%A, %Y-%m-%d}.",
         "Look values up with tools instead of guessing them. Several tool calls may go in one "
         "reply; they run in order, and each result comes back as a JSON envelope "
         '{"success": true, "data": ...} or {"success": false, "error": {...}}.',

@@ -446,23 +446,33 @@ def _check_unchanged(c: UnchangedCriterion, out: Outcome) -> tuple[bool, str]:
         for name in sorted(set(initial) | set(final)):
             if name in c.except_collections:
                 continue
-            one = UnchangedCriterion(id=c.id, description="", service=c.service,
-                                     collection=name)
-            passed, why = _check_unchanged(one, out)
+            if name == "*":  # a collection named "*" guards every one again, as a criterion
+                one = UnchangedCriterion(id=c.id, description="", service=c.service,
+                                         collection=name)
+                passed, why = _check_unchanged(one, out)
+            else:  # each collection as a criterion of it with the defaults would check it
+                passed, why = _collection_unchanged(c.service, name, (), 0, out)
             if not passed:
                 return passed, why
         return True, ""
-    before = _records(out.session, c.service, c.collection, initial=True)
-    after = _records(out.session, c.service, c.collection)
-    keep = set(c.except_keys)
+    return _collection_unchanged(c.service, c.collection, c.except_keys, c.allow_new, out)
+
+
+def _collection_unchanged(service: str, collection: str, except_keys: Iterable[str],
+                          allow_new: int, out: Outcome) -> tuple[bool, str]:
+    """No record of ``service.collection`` but ``except_keys`` changed, and at most
+    ``allow_new`` added."""
+    before = _records(out.session, service, collection, initial=True)
+    after = _records(out.session, service, collection)
+    keep = set(except_keys)
     # records are immutable and shared until written, so identity settles almost every key
     changed = [k for k, v in before.items()
                if k not in keep and after.get(k) is not v and after.get(k) != v]
     added = len(set(after) - set(before))
     if changed:
-        return False, f"{c.service}.{c.collection}: unexpected changes to {changed[:5]}"
-    if added > c.allow_new:
-        return False, f"{c.service}.{c.collection}: {added} records added, {c.allow_new} expected"
+        return False, f"{service}.{collection}: unexpected changes to {changed[:5]}"
+    if added > allow_new:
+        return False, f"{service}.{collection}: {added} records added, {allow_new} expected"
     return True, ""
 
 
@@ -531,7 +541,9 @@ def _one_to_one(candidates: list[list[Any]]) -> list[bool]:
     matching of criteria to the records (or calls) each one accepts."""
     if len(candidates) < 2:
         return [bool(c) for c in candidates]
-    import networkx as nx
+    if len(candidates) <= 256 and _everyone_matched(candidates):  # every maximum matching keeps every criterion
+        return [True] * len(candidates)
+    import networkx as nx  # who keeps a pass depends on the matching: networkx's, as always
 
     graph = nx.Graph()
     left = [("criterion", i) for i in range(len(candidates))]
@@ -540,6 +552,24 @@ def _one_to_one(candidates: list[list[Any]]) -> list[bool]:
         graph.add_edges_from((("criterion", i), ("thing", t)) for t in things)
     matching = nx.bipartite.hopcroft_karp_matching(graph, top_nodes=left)
     return [("criterion", i) in matching for i in range(len(candidates))]
+
+
+def _everyone_matched(candidates: list[list[Any]]) -> bool:
+    """Whether each criterion can have a thing of its own at once (a matching that covers
+    every criterion: augmenting paths, as small as these groups are)."""
+    owner: dict[Any, int] = {}
+
+    def place(i: int, seen: set[Any]) -> bool:
+        for thing in candidates[i]:
+            if thing in seen:
+                continue
+            seen.add(thing)
+            if thing not in owner or place(owner[thing], seen):
+                owner[thing] = i
+                return True
+        return False
+
+    return all(place(i, set()) for i in range(len(candidates)))
 
 
 def _distinct(rubric: Sequence[Criterion], results: list[CriterionResult],
@@ -588,9 +618,14 @@ def score_rubric(rubric: Sequence[Criterion], outcome: Outcome) -> RubricResult:
     results = []
     for c in rubric:
         passed, detail = check_criterion(c, outcome)
-        results.append(CriterionResult(id=c.id, kind=c.kind, description=c.description,
-                                       passed=passed, weight=_weight(c), required=c.required,
-                                       detail=detail))
+        fields = dict(id=c.id, kind=c.kind, description=c.description, passed=passed,
+                      weight=_weight(c), required=c.required, detail=detail)
+        if (type(passed) is bool and type(detail) is str and type(c.id) is str
+                and type(c.kind) is str and type(c.description) is str
+                and type(c.required) is bool):  # valid as they are: nothing to check
+            results.append(CriterionResult.model_construct(**fields))
+        else:
+            results.append(CriterionResult(**fields))
     _distinct(rubric, results, outcome)
     return _scores(results)
 

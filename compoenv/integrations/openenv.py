@@ -25,6 +25,8 @@ it may). docs/serving.md describes the model.
 from __future__ import annotations
 
 import json
+import json.encoder
+import math
 import os
 import secrets
 import threading
@@ -419,11 +421,26 @@ class ServedTasks:
         return self.tasks[seed % len(self.tasks)]
 
     def new_env(self) -> CompoWorldEnv:
-        return CompoWorldEnv(mode=self.mode, max_steps=self._given,
-                             world_model=self.world_model, registry=self.registry)
+        env = CompoWorldEnv(mode=self.mode, max_steps=self._given,
+                            world_model=self.world_model, registry=self.registry)
+        env._info_task = False  # the server sends the task's instruction alone
+        return env
 
 
-_dumps = json.JSONEncoder(ensure_ascii=False, default=str).encode  # one encoder, reused
+# one encoder, reused; compact: the same JSON values in fewer bytes for the server to send
+# and the client to parse
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+_c_encode = (json.encoder.c_make_encoder(  # type: ignore[attr-defined]
+    None, str, json.encoder.encode_basestring, None, ":", ",", False, False, True)  # type: ignore[attr-defined]
+    if json.encoder.c_make_encoder is not None else None)  # type: ignore[attr-defined]
+
+
+def _dumps(value: Any) -> str:
+    """``_ENCODER.encode(value)``, the C encoder made once rather than at each call (values
+    here are the server's own: no cycles to look for)."""
+    if _c_encode is None or type(value) is str:
+        return _ENCODER.encode(value)
+    return "".join(_c_encode(value, 0))
 _PUBLIC_CRITERION = ("id", "kind", "passed", "weight", "required")
 
 
@@ -525,9 +542,10 @@ def _payload(text: str, messages: str, tools: str, metadata: dict[str, Any],
     """OpenEnv's step/reset JSON (``serialize_observation``'s shape: the metadata in the
     observation and beside it), built as one string."""
     meta = _dumps(metadata)
-    return (f'{{"observation": {{"text": {_dumps(text)}, "messages": {messages}, '
-            f'"tools": {tools}, "metadata": {meta}}}, "reward": {_dumps(reward)}, '
-            f'"done": {"true" if done else "false"}, "metadata": {meta}}}')
+    score = repr(reward) if type(reward) is float and math.isfinite(reward) else _dumps(reward)
+    return (f'{{"observation":{{"text":{_dumps(text)},"messages":{messages},'
+            f'"tools":{tools},"metadata":{meta}}},"reward":{score},'
+            f'"done":{"true" if done else "false"},"metadata":{meta}}}')
 
 
 def _check_episode_id(episode_id: Any) -> None:

@@ -114,8 +114,8 @@ def make_app(tasks: str | Path | Sequence[Task | dict[str, Any]], *, mode: str =
     app.state.compoenv_compression = compression
     app.state.compoenv_request_timeout_s = request_timeout_s
     app.state.compoenv_auth = bool(tokens)
-    _routes(app, service)
-    app.add_middleware(_Guard, limit=max_request_bytes, tokens=tuple(tokens))
+    sessions = _routes(app, service)
+    app.add_middleware(_Guard, limit=max_request_bytes, tokens=tuple(tokens), sessions=sessions)
     return app
 
 
@@ -166,7 +166,8 @@ def _client(scope: Any) -> str:
     return f"addr:{peer[0]}" if peer else "addr:?"
 
 
-def _routes(app: FastAPI, service: EpisodeService) -> None:
+def _routes(app: FastAPI, service: EpisodeService) -> Any:
+    """The routes; returns the WebSocket sessions' handler (``_Guard`` calls it directly)."""
     store, served = service.store, service.served
     inline = served.world_model is None
     pool: list[ThreadPoolExecutor] = []  # made on first use
@@ -256,6 +257,8 @@ def _routes(app: FastAPI, service: EpisodeService) -> None:
     async def session(websocket: WebSocket) -> None:
         await _session(websocket, service, run)
 
+    return session
+
 
 def _check_id(episode_id: Any) -> None:
     if not isinstance(episode_id, str) or not 0 < len(episode_id) <= MAX_EPISODE_ID:
@@ -309,8 +312,7 @@ async def _session(websocket: WebSocket, service: EpisodeService, run: Any) -> N
                                            f"{type(data).__name__}")
                     reply = await run(service.reset, slot, data)
                 elif kind == "state":
-                    await websocket.send_text(f'{{"type": "state", "data": '
-                                              f'{service.state(slot)}}}')
+                    await websocket.send_text(f'{{"type":"state","data":{service.state(slot)}}}')
                     continue
                 elif kind == "close":
                     break
@@ -326,7 +328,7 @@ async def _session(websocket: WebSocket, service: EpisodeService, run: Any) -> N
             except EpisodeError as exc:
                 await websocket.send_text(_ws_error(str(exc), exc.code))
                 continue
-            await websocket.send_text(f'{{"type": "observation", "data": {reply}}}')
+            await websocket.send_text(f'{{"type":"observation","data":{reply}}}')
     except (WebSocketDisconnect, RuntimeError):
         pass  # the client went away, or the store reclaimed the session
     finally:
@@ -349,10 +351,13 @@ class _TooLarge(Exception):
 class _Guard:
     """Checks before any route: the bearer token (when the server has tokens; 401, and
     which token names the client), and the body size of HTTP requests (413), counted as
-    the body arrives so that a chunked upload cannot go past the limit either."""
+    the body arrives so that a chunked upload cannot go past the limit either. A WebSocket
+    on ``/ws`` goes straight to ``sessions`` (the route's handler), past the framework's
+    routing and exception layers, which a session's messages would otherwise each cross."""
 
-    def __init__(self, app: Any, limit: int, tokens: tuple[str, ...]) -> None:
-        self.app, self.limit = app, limit
+    def __init__(self, app: Any, limit: int, tokens: tuple[str, ...],
+                 sessions: Any = None) -> None:
+        self.app, self.limit, self.sessions = app, limit, sessions
         self.tokens = [t.encode() for t in tokens]
 
     def _who(self, scope: Any) -> str | None:
@@ -387,6 +392,12 @@ class _Guard:
                 return
             scope["compoenv.client"] = who
         if kind == "websocket":
+            if (self.sessions is not None and scope.get("path") == "/ws"
+                    and not scope.get("root_path")):
+                # the session's messages reach it without the framework's layers between:
+                # the /ws route's own handler, on the connection's own receive and send
+                await self.sessions(WebSocket(scope, receive, send))
+                return
             await self.app(scope, receive, send)
             return
         length = dict(scope["headers"]).get(b"content-length")
