@@ -236,6 +236,20 @@ def asked_reads(walk: Walk) -> set[int]:
     return out
 
 
+def _feeds_work(walk: Walk) -> set[int]:
+    """Steps whose results reach, through any chain of calls, a write or a reported value."""
+    out = {i for i, s in enumerate(walk.steps) if not s.spec.read_only
+           and i not in walk.rule_steps} | {b.source for b in walk.answers
+                                            if b.source is not None}
+    todo = list(out)
+    while todo:
+        for b in walk.steps[todo.pop()].bindings:
+            if b.source is not None and b.source not in out:
+                out.add(b.source)
+                todo.append(b.source)
+    return out
+
+
 def _used(walk: Walk) -> set[int]:
     """Steps whose results later calls or the report use."""
     used = {b.source for s in walk.steps for b in s.bindings if b.source is not None}
@@ -353,7 +367,7 @@ def render_goal(walk: Walk, context: str | None = None, hints: int = 0,
     """
     free = free_params(walk)
     fed = lists_fed(walk)
-    used, asked = _used(walk), asked_reads(walk)
+    used, asked, worked = _used(walk), asked_reads(walk), _feeds_work(walk)
     named, said_in_wants = _alike(walk), set()
     decided: list[int] = []
     wants: list[list[str] | str] = []  # runs of single writes, and fan-outs (a str each)
@@ -366,7 +380,8 @@ def render_goal(walk: Walk, context: str | None = None, hints: int = 0,
         if steps and all(walk.steps[i].spec.read_only for i in steps):
             lookups.append(steps[0])
             if steps[0] in walk.choices:
-                decided.append(steps[0])
+                if steps[0] in worked:  # a pick no work or report comes of is no decision
+                    decided.append(steps[0])
             elif steps[0] not in fed and (steps[0] in used or steps[0] in asked) and any(
                     b.source is None for b in walk.steps[steps[0]].bindings):
                 # what the user must say for it: what to look for ("hotels in Athens"), or,
