@@ -187,6 +187,17 @@ def test_a_goal_request_reads_without_possessive_chains_or_restated_naming_rules
         == "offer the candidate the candidate's expected salary as Designer"
 
 
+def test_the_same_owner_again_reads_its_or_their():
+    from compoenv.compose.goal import _pronouns
+
+    assert _pronouns("an event at the reservation's start time for the reservation's duration"
+                     ) == "an event at the reservation's start time for its duration"
+    assert _pronouns("the candidate's salary as the candidate's position") == (
+        "the candidate's salary as their position")
+    said = "the guest's email about the restaurant's name and the guest's table"
+    assert _pronouns(said) == said  # another owner between: no pronoun could say which
+
+
 def test_a_yes_no_filter_reads_with_or_without_and_a_found_records_name_as_the_record():
     from compoenv.compose.records import Binding, Step, Walk
     from compoenv.compose.render import phrase
@@ -212,7 +223,7 @@ def test_a_record_the_job_made_beside_one_it_found_is_asked_for_as_the_new_one()
     from compoenv.compose.records import Rejected
 
     composer, seen = Composer(config=composer_config(scenarios="all", distractors=10)), 0
-    for seed in range(120):
+    for seed in range(240):
         try:
             _, walk = composer._build(seed)
         except Rejected:

@@ -459,7 +459,8 @@ def render_goal(walk: Walk, context: str | None = None, hints: int = 0,
     if hints and lookups:
         tips = [phrase(walk.steps[i].spec, walk, walk.steps[i].bindings) for i in lookups[:hints]]
         sentences.append(_say(_HINT, _and(tips), rng))
-    sentences = [fix_articles(_SOMEONES_NAME.sub(r"the \1", s)) for s in sentences] + \
+    sentences = [fix_articles(_pronouns(_SOMEONES_NAME.sub(r"the \1", s)))
+                 for s in sentences] + \
         report_sentences(walk, rng)
     return plain(with_rules(walk, " ".join(([context] if context else []) + sentences)))
 
@@ -481,6 +482,27 @@ _A_X_OF_THE_X = re.compile(r"\ba ([a-z]+) of (the (?:[a-z]+ )?[a-z]+'s (?:[a-z]+
 # what the job found is named as itself in what is asked ("connect with the profile", "at the
 # parking"), never by "the profile's name"; what is reported keeps it ("the product's name")
 _SOMEONES_NAME = re.compile(r"\bthe ((?:[a-z]+ )?[a-z]+)'s name\b(?! \()")
+
+
+_POSSESSOR = re.compile(r"\bthe ((?:[a-z]+ )?[a-z]+)'s (?=[a-z])")
+_PEOPLE = frozenset({"candidate", "contact", "lead", "guest", "customer", "employee",
+                     "author", "journalist", "agent", "owner", "manager", "maintainer",
+                     "respondent", "assignee", "reviewer", "patient", "applicant", "member"})
+
+
+def _pronouns(sentence: str) -> str:
+    """"at the reservation's start time for the reservation's duration" reads "at the
+    reservation's start time for its duration": the same owner again, with no other owner
+    between, is "its" (a person's: "their")."""
+    out, last, at = [], None, 0
+    for m in _POSSESSOR.finditer(sentence):
+        owner = m.group(1)
+        if owner == last:
+            out.append(sentence[at:m.start()])
+            out.append("their " if owner.split()[-1] in _PEOPLE else "its ")
+            at = m.end()
+        last = owner
+    return "".join(out) + sentence[at:]
 
 
 def plain(text: str) -> str:
