@@ -187,6 +187,8 @@ def _jobs(service: str, registry: Registry, graph: ToolGraph,
         return []
     info = registry.info(service)
     jobs: list[Scenario] = []
+    if info.file is not None and info.kind == "spec":  # an imported API: jobs over its own resources
+        return _imported_jobs(service, registry, graph, hubs, specs, info)
     # find, decide, act: a list whose items a write of the service acts on
     for spec in specs:
         if not (spec.read_only and returns_list(spec)):
@@ -325,3 +327,54 @@ def _scenario(name: str, service: str, info: Any, kind: str,
         })
     except Exception:  # noqa: BLE001 - a service whose words do not make a valid job has none
         return None
+
+
+def _imported_jobs(service: str, registry: Registry, graph: ToolGraph, hubs: list[str],
+                   specs: list[ToolSpec], info: Any) -> list[Scenario]:
+    """Jobs over an imported API's own resources: find its records, decide on one by a
+    business criterion, act on it where the API has a write for it, tell someone and record
+    what was decided (the hubs join only through what the record gives or the user states)."""
+    jobs: list[Scenario] = []
+    near = {service, *(h.split("__")[0] for h in hubs)}
+    for spec in specs:
+        if not (spec.read_only and returns_list(spec)):
+            continue
+        kind = noun(spec)
+        if not _KIND.fullmatch(kind) or _ADJECTIVE.fullmatch(kind):
+            continue
+        if not any(plain(s, o, kind, spec.returns) for s in orderable(spec)
+                   for o in ("min", "max")):
+            continue
+        # a list that needs nothing ("list my apps") opens a job as it is
+        bare = not graph.signatures[spec.qualified_name].required
+        if bare and not any(e.target_service in near for e in graph.out_edges(
+                spec.qualified_name)):
+            continue  # a walk opens only on a list whose items feed something of the job
+        lead = None if bare else _lead(
+            graph, service, spec.qualified_name)
+        if lead is False:
+            continue
+        stages: list[dict[str, Any]] = [
+            *([{"tools": [lead]}] if lead else []),
+            {"tools": [spec.qualified_name], "take": "pick", "items": [2, 8]}]
+        acts = [a for a in _writes_on(graph, spec.qualified_name, service, items=True)
+                if not _undoes(graph.specs[a])]
+        if acts:
+            stages.append({"tools": acts[:1], "optional": True})
+        job = _scenario(f"{service}_{_slug(kind)}_review", service, info, kind, stages, hubs,
+                        f"In {service_label(info)}, I need to find the right {kind} and "
+                        f"let the people concerned know about it.")
+        if job is not None:
+            jobs.append(job)
+            break
+    return jobs
+
+
+_ADJECTIVE = re.compile(r"[a-z]+(ing|ed)|public|private|random|past|upcoming|all|mine|own")
+
+
+def _undoes(spec: ToolSpec) -> bool:
+    """Whether a write takes back what was found or made, by its name or its description's
+    first verb ("Deletes the specified occurrence")."""
+    head = (spec.description.strip().split() or [""])[0].casefold().rstrip("s")
+    return bool(_UNDO.search(spec.name) or _UNDO.search(head))
