@@ -107,7 +107,10 @@ def job_weights(scenarios: list[Scenario], registry: Registry) -> list[float]:
     sum, over those services, of one over how many jobs act on each: a service with one job
     is then used about as often as one with ten; a service of the user's own libraries counts
     ``OWN_WEIGHT`` times), half uniformly over the jobs."""
-    acting = [acting_services([s], registry) or set(s.services) for s in scenarios]
+    # a job over a service of the user's own libraries is that service's, whether or not it
+    # writes there (a job that finds an imported API's record and tells someone about it)
+    acting = [(acting_services([s], registry) or set(s.services))
+              | {n for n in s.services[:1] if _worth(registry, n) > 1.0} for s in scenarios]
     counts: dict[str, int] = {}
     for services in acting:
         for name in services:
@@ -294,21 +297,25 @@ def _goal(info: Any, kind: str, act: ToolSpec, chosen: bool) -> str:
 
 
 def _scenario(name: str, service: str, info: Any, kind: str,
-              stages: list[dict[str, Any]], hubs: list[str], goal: str) -> Scenario | None:
+              stages: list[dict[str, Any]], hubs: list[str], goal: str | list[str],
+              about: tuple[str, str] | None = None) -> Scenario | None:
+    """The job, with the email and note that close it when the library has those services
+    (required when ``about`` says what they are about: a job whose point is telling
+    someone), or None when the service's words make no valid job."""
     label = service_label(info)
     services = [service]
     if NOTIFY in hubs:
         services.append(NOTIFY.split("__")[0])
         stages = stages + [{
-            "tools": [NOTIFY], "optional": True, "fresh": True,
-            "about": f"the {kind}",
+            "tools": [NOTIFY], "optional": about is None, "fresh": True,
+            "about": about[0] if about else f"the {kind}",
             "args": {"subject": f"Your {kind}",
                      "body": f"A quick note about the {kind}: it is taken care of."}}]
     if RECORD in hubs:
         services.append(RECORD.split("__")[0])
         stages = stages + [{
-            "tools": [RECORD], "optional": True, "fresh": True,
-            "about": f"what was done about the {kind}",
+            "tools": [RECORD], "optional": about is None, "fresh": True,
+            "about": about[1] if about else f"what was done about the {kind}",
             "args": {"title": f"{kind.capitalize()} notes"[:80],
                      "content": f"Handled the {kind} in {label} and told the people involved."}}]
     try:
@@ -318,7 +325,8 @@ def _scenario(name: str, service: str, info: Any, kind: str,
             "persona": [f"I look after the {plural(kind)} in {label} at {{employer}}.",
                         f"I handle {label} for {{employer}}.",
                         f"At {{employer}}, {label} is part of my job."],
-            "goal": goal if len(goal) >= 8 else f"A {kind} in {label} needs handling.",
+            "goal": goal if not isinstance(goal, str) or len(goal) >= 8
+            else f"A {kind} in {label} needs handling.",
             "services": services,
             "stages": stages,
             "naming": (_slug(service).replace("_", "-")[:20] or "job").strip("-") or "job",
@@ -334,7 +342,6 @@ def _imported_jobs(service: str, registry: Registry, graph: ToolGraph, hubs: lis
     """Jobs over an imported API's own resources: find its records, decide on one by a
     business criterion, act on it where the API has a write for it, tell someone and record
     what was decided (the hubs join only through what the record gives or the user states)."""
-    jobs: list[Scenario] = []
     near = {service, *(h.split("__")[0] for h in hubs)}
     for spec in specs:
         if not (spec.read_only and returns_list(spec)):
@@ -342,32 +349,67 @@ def _imported_jobs(service: str, registry: Registry, graph: ToolGraph, hubs: lis
         kind = noun(spec)
         if not _KIND.fullmatch(kind) or _ADJECTIVE.fullmatch(kind):
             continue
-        if not any(plain(s, o, kind, spec.returns) for s in orderable(spec)
-                   for o in ("min", "max")):
+        criterion = _criterion(spec, kind)
+        if criterion is None:
             continue
-        # a list that needs nothing ("list my apps") opens a job as it is
         bare = not graph.signatures[spec.qualified_name].required
         if bare and not any(e.target_service in near for e in graph.out_edges(
                 spec.qualified_name)):
             continue  # a walk opens only on a list whose items feed something of the job
-        lead = None if bare else _lead(
-            graph, service, spec.qualified_name)
+        # a list that needs nothing ("list my apps") opens a job as it is
+        lead = None if bare else _lead(graph, service, spec.qualified_name)
         if lead is False:
             continue
         stages: list[dict[str, Any]] = [
             *([{"tools": [lead]}] if lead else []),
-            {"tools": [spec.qualified_name], "take": "pick", "items": [2, 8]}]
+            {"tools": [spec.qualified_name], "take": "pick", "items": [2, 8],
+             "by": [criterion]}]
         acts = [a for a in _writes_on(graph, spec.qualified_name, service, items=True)
                 if not _undoes(graph.specs[a])]
-        if acts:
-            stages.append({"tools": acts[:1], "optional": True})
+        act = graph.specs[acts[0]] if acts else None
+        if act is not None:
+            # where the write fits the record the request asks for it; the goal holds either way
+            stages.append({"tools": [act.qualified_name], "optional": True})
         job = _scenario(f"{service}_{_slug(kind)}_review", service, info, kind, stages, hubs,
-                        f"In {service_label(info)}, I need to find the right {kind} and "
-                        f"let the people concerned know about it.")
+                        _review_goals(service_label(info), criterion),
+                        about=(f"the {kind} we picked and what happens next",
+                               f"our review of the {kind}"))
         if job is not None:
-            jobs.append(job)
-            break
-    return jobs
+            return [job]
+    return []
+
+
+# the criteria an imported list's records are chosen by, most telling first: what is due,
+# what costs or weighs most, then what is newest (a record just made is the one to check)
+_PREFER = ("due soonest", "cheapest", "largest", "highest", "most recent", "longest",
+           "most expensive", "latest", "earliest", "shortest", "smallest", "lowest", "oldest")
+
+
+def _criterion(spec: ToolSpec, kind: str) -> dict[str, str] | None:
+    """The one business criterion a job over ``spec``'s list takes its record by (a ``Pick``
+    as a dict), the most telling its fields offer; None when no field is one."""
+    options = [(says, slot, order) for slot in orderable(spec) for order in ("min", "max")
+               if (says := plain(slot, order, kind, spec.returns)) is not None]
+    if not options:
+        return None
+
+    def rank(option: tuple[str, Any, str]) -> int:
+        return next((i for i, w in enumerate(_PREFER) if w in option[0]), len(_PREFER))
+
+    says, slot, order = min(options, key=rank)
+    return {"field": slot.path[1], "order": order, "says": says}
+
+
+def _review_goals(label: str, criterion: dict[str, str]) -> list[str]:
+    """What the user wants, in a few phrasings: the record the criterion names looked at, the
+    people concerned told, and a note kept."""
+    says = criterion["says"]
+    return [f"{says[:1].upper() + says[1:]} in {label} needs a closer look: the people "
+            f"concerned should hear about it, and I keep a note of every review.",
+            f"I want {says} in {label} looked at, a word sent to whoever it concerns, and a "
+            f"note of it kept for the record.",
+            f"Time to go over {says} in {label}, let the right person know and write up a "
+            f"short note on it."]
 
 
 _ADJECTIVE = re.compile(r"[a-z]+(ing|ed)|public|private|random|past|upcoming|all|mine|own")

@@ -210,5 +210,22 @@ def tag_field(name: str, kind: Any, fmt: Any = None, hint: str = "", description
     interface = infer_interface(name, kind, fmt, hint, description)
     who = who or hint.partition(":")[2] or None
     role = infer_role(interface, snake(name, 200), who) if interface else None
+    label = _time_label(name) if interface in ("Date", "DateTime") else None
     return {**({"x-interface": interface} if interface else {}),
-            **({"x-role": role} if role else {})}
+            **({"x-role": role} if role else {}), **({"x-label": label} if label else {})}
+
+
+_MADE = re.compile(r"(?:date_?)?(?:created|creation|create)(?:_(?:at|on|time|date|timestamp|ts))?")
+_CHANGED = re.compile(r"(?:date_?)?(?:last_)?(?:updated|update|modified|modify|changed)"
+                      r"(?:_(?:at|on|time|date|timestamp|ts))?")
+
+
+def _time_label(name: str) -> str | None:
+    """How a person names a record's timestamp field ("the network's creation time", not
+    "the network's created at")."""
+    key = snake(name, 80)
+    if _MADE.fullmatch(key):
+        return "creation time"
+    if _CHANGED.fullmatch(key):
+        return "last update time"
+    return None

@@ -162,9 +162,50 @@ def _service(doc: dict[str, Any], name: str, domain: str, tools: list[dict[str, 
     title = str(info.get("title") or "imported api")
     fallback = f"{title}{': ' + about if about else ''} (imported from OpenAPI)"
     described = f"{title}: {about}" if about else info.get("description")
-    return {"name": name, "domain": domain,
+    shown = display_name(title, str(info.get("x-providerName") or ""))
+    return {"name": name, "domain": domain, **({"display": shown} if shown else {}),
             "description": short_text(described, fallback, fallback=fallback, low=10),
             "version": str(info.get("version") or "1"), "source": "openapi", "tools": tools}
+
+
+# words of an API's title that name no product ("PandaScore REST API", "DataShareManagementClient")
+_TITLE_NOISE = frozenset("api apis rest restful openapi swagger client sdk http json management "
+                         "admin unofficial unoffical the reference documentation docs spec "
+                         "specification interface".split())
+# providers whose products people name with the provider's name first
+_PROVIDERS = {"azure.com": "Azure", "amazonaws.com": "AWS", "googleapis.com": "Google",
+              "microsoft.com": "Microsoft"}
+
+
+def display_name(title: str, provider: str = "") -> str:
+    """How a person names an API in a request: its title without generic words, versions or
+    what follows "for" ("PandaScore REST API for All Videogames" -> "PandaScore",
+    "DataShareManagementClient" -> "Azure Data Share"); "" when nothing is left."""
+    text = re.split(r"\s[|(\[]|\s+-\s+(?=\S+\s+\S)|:\s", title.strip())[0]
+    text = re.split(r"\s+(?:API|api|REST API)\s+(?:for|of)\s", text)[0]
+    if not re.search(r"\s", title.strip()):  # "DataShareManagementClient": its words
+        text = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", text)
+    every = [w for w in re.split(r"[\s_]+", text) if w and re.search(r"\w", w)
+             and not re.fullmatch(r"v?\d+(\.\d+)*", w, re.I)]
+    words = [w for w in every if w.casefold() not in _TITLE_NOISE]
+    if not words and provider and not provider.casefold() in _PROVIDERS:
+        # "API Reference" of zuora.com: the provider's name
+        words = [provider.split(".")[0].capitalize()] if len(provider.split(".")) == 2 else []
+    words = words or [w for w in every if w.casefold() != "client"]  # "API Management"
+    while words and words[-1].casefold() in ("service", "services", "and", "for", "of"):
+        words.pop()
+    while words and words[0].casefold() in ("for", "of", "and", "to"):
+        words.pop(0)
+    lead = _PROVIDERS.get(provider.casefold())
+    if lead and words and not any(w.casefold() in (lead.casefold(), "amazon", "aws", "firebase")
+                                  for w in words):
+        words.insert(0, lead)
+    out = ""
+    for word in words:  # at most 60 characters, cut at a word
+        if len(out) + len(word) + 1 > 60:
+            break
+        out = f"{out} {word}".strip()
+    return out if len(out) >= 2 else ""
 
 
 def openapi_spec(document: Any, name: str | None = None, domain: str = "imported",
