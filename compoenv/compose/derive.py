@@ -191,7 +191,7 @@ def _jobs(service: str, registry: Registry, graph: ToolGraph,
     info = registry.info(service)
     jobs: list[Scenario] = []
     if info.file is not None and info.kind == "spec":  # an imported API: jobs over its own resources
-        return _imported_jobs(service, registry, graph, hubs, specs, info)
+        return _review_jobs(service, graph, hubs, specs, info)
     # find, decide, act: a list whose items a write of the service acts on
     for spec in specs:
         if not (spec.read_only and returns_list(spec)):
@@ -244,6 +244,10 @@ def _jobs(service: str, registry: Registry, graph: ToolGraph,
         if job is not None:
             jobs.append(job)
             break
+    if info.file is not None and not any(j.name.endswith("_choice") for j in jobs):
+        # a service of the user's own libraries whose writes take nothing a list gives (a
+        # plain-text id): its records found, one decided on, someone told, a note kept
+        jobs += _review_jobs(service, graph, hubs, specs, info)
     return jobs
 
 
@@ -337,12 +341,14 @@ def _scenario(name: str, service: str, info: Any, kind: str,
         return None
 
 
-def _imported_jobs(service: str, registry: Registry, graph: ToolGraph, hubs: list[str],
-                   specs: list[ToolSpec], info: Any) -> list[Scenario]:
-    """Jobs over an imported API's own resources: find its records, decide on one by a
-    business criterion, act on it where the API has a write for it, tell someone and record
-    what was decided (the hubs join only through what the record gives or the user states)."""
+def _review_jobs(service: str, graph: ToolGraph, hubs: list[str], specs: list[ToolSpec],
+                 info: Any) -> list[Scenario]:
+    """A job over a service's own records (an imported API's resources): find them, decide
+    on one by a business criterion, act on it where the service has a write for it, tell
+    someone and keep a note of what was decided (the hubs join only through what the record
+    gives or the user states)."""
     near = {service, *(h.split("__")[0] for h in hubs)}
+    found: list[tuple[ToolSpec, str, dict[str, str], str | None]] = []
     for spec in specs:
         if not (spec.read_only and returns_list(spec)):
             continue
@@ -358,18 +364,22 @@ def _imported_jobs(service: str, registry: Registry, graph: ToolGraph, hubs: lis
             continue  # a walk opens only on a list whose items feed something of the job
         # a list that needs nothing ("list my apps") opens a job as it is
         lead = None if bare else _lead(graph, service, spec.qualified_name)
-        if lead is False:
-            continue
+        if lead is not False:
+            found.append((spec, kind, criterion, lead))
+    for spec, kind, criterion, lead in found:
+        # the lists of the same records the user can open alike ("the visits of Ana Diaz",
+        # "the booked visits"): whichever finds a few of them
+        lists = [spec.qualified_name] + ([] if lead else [
+            s.qualified_name for s, k, c, other in found if s is not spec and k == kind
+            and other is None and c == criterion])
         stages: list[dict[str, Any]] = [
             *([{"tools": [lead]}] if lead else []),
-            {"tools": [spec.qualified_name], "take": "pick", "items": [2, 8],
-             "by": [criterion]}]
+            {"tools": lists, "take": "pick", "items": [2, 30], "by": [criterion]}]
         acts = [a for a in _writes_on(graph, spec.qualified_name, service, items=True)
                 if not _undoes(graph.specs[a])]
-        act = graph.specs[acts[0]] if acts else None
-        if act is not None:
+        if acts:
             # where the write fits the record the request asks for it; the goal holds either way
-            stages.append({"tools": [act.qualified_name], "optional": True})
+            stages.append({"tools": acts[:1], "optional": True})
         job = _scenario(f"{service}_{_slug(kind)}_review", service, info, kind, stages, hubs,
                         _review_goals(service_label(info), criterion),
                         about=(f"the {kind} we picked and what happens next",
@@ -379,10 +389,10 @@ def _imported_jobs(service: str, registry: Registry, graph: ToolGraph, hubs: lis
     return []
 
 
-# the criteria an imported list's records are chosen by, most telling first: what is due,
-# what costs or weighs most, then what is newest (a record just made is the one to check)
-_PREFER = ("due soonest", "cheapest", "largest", "highest", "most recent", "longest",
-           "most expensive", "latest", "earliest", "shortest", "smallest", "lowest", "oldest")
+# the criteria a record to review is chosen by, most telling first: what is due, what costs
+# or weighs most, then what is newest (a record just made is the one to check)
+_PREFER = ("due soonest", "most expensive", "largest", "highest", "most recent", "longest",
+           "latest", "earliest", "cheapest", "shortest", "smallest", "lowest", "oldest")
 
 
 def _criterion(spec: ToolSpec, kind: str) -> dict[str, str] | None:
