@@ -335,6 +335,9 @@ def _scenario(name: str, service: str, info: Any, kind: str,
             "stages": stages,
             "naming": (_slug(service).replace("_", "-")[:20] or "job").strip("-") or "job",
             "rules": ["naming", "source_of_truth", "threshold", "ordering", "never"],
+            # a record to review is told apart by the criterion; a near-duplicate to leave
+            # alone would be named by what the API calls it, often no name a person uses
+            "decoys": about is None,
             "report": [0, 3],
         })
     except Exception:  # noqa: BLE001 - a service whose words do not make a valid job has none

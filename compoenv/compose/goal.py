@@ -158,6 +158,7 @@ def _listing(walk: Walk, index: int) -> str:
     step = walk.steps[index]
     said = phrase(step.spec, walk, step.bindings)
     rest = _READ_VERB.sub("", said, count=1)
+    rest = re.sub(r"^of (?=the |my |our )", "", rest)  # "list all of the pools"
     return rest if rest != said else f"the {plural(noun(step.spec))} ({said})"
 
 

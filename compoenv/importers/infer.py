@@ -228,4 +228,16 @@ def _time_label(name: str) -> str | None:
         return "creation time"
     if _CHANGED.fullmatch(key):
         return "last update time"
-    return None
+    found = _WHEN.fullmatch(key)
+    return None if found is None else _EVENTS.get(found.group(1))
+
+
+# "<event>_at": the time of that event ("expires_at" -> "expiry time")
+_WHEN = re.compile(r"(?:date_|time_)?([a-z]+)(?:_(?:at|on|time|date|timestamp))")
+_EVENTS = {"expires": "expiry time", "expired": "expiry time", "expiry": "expiry time",
+           "expiration": "expiry time", "started": "start time", "start": "start time",
+           "ended": "end time", "finished": "end time", "completed": "completion time",
+           "invited": "invitation time", "submitted": "submission time",
+           "published": "publication time", "deleted": "deletion time",
+           "closed": "closing time", "opened": "opening time", "sent": "sending time",
+           "received": "receipt time", "scheduled": "scheduled time"}
