@@ -35,7 +35,8 @@ def test_an_api_is_named_by_its_title_without_generic_words(title, provider, exp
     ("createdAt", "creation time"), ("created_at", "creation time"),
     ("createTime", "creation time"), ("dateCreated", "creation time"),
     ("updateTime", "last update time"), ("lastModified", "last update time"),
-    ("last_updated_at", "last update time"), ("due_date", None), ("start", None)])
+    ("last_updated_at", "last update time"), ("expiresAt", "expiry time"),
+    ("invitedAt", "invitation time"), ("due_date", None), ("start", None)])
 def test_a_records_timestamp_is_named_by_what_it_is(field, label):
     assert tag_field(field, "string", "date-time").get("x-label") == label
 
@@ -75,3 +76,11 @@ def test_a_read_answers_an_optional_argument_at_its_default_as_if_left_out(tmp_p
     assert bare["success"] and said["success"]
     assert said["data"] == bare["data"]
     assert other["success"]  # another value is another request (not checked for equality)
+
+
+def test_a_messages_header_address_names_no_one_and_a_series_stays_one():
+    from compoenv.importers.infer import singular
+
+    assert tag_field("toEmailAddress", "string") == {}
+    assert tag_field("owner_email", "string")["x-role"] == "owner"
+    assert singular("time_series") == "time_series" and singular("policies") == "policy"

@@ -77,9 +77,16 @@ def _has(name: str | list[str], vocab: set[str]) -> bool:
     return any(w in vocab or (w.endswith("s") and w[:-1] in vocab) for w in words)
 
 
+_HEADER = re.compile(r"(?:to|from|cc|bcc|reply_to)_email(?:_address(?:es)?|s)?")
+_SAME_IN_PLURAL = frozenset({"series", "species", "news", "status", "analysis", "metadata",
+                             "data", "media"})
+
+
 def singular(words: str) -> str:
     """``resource_groups`` -> ``resource_group``, ``policies`` -> ``policy``."""
     head, _, last = words.rpartition("_")
+    if last in _SAME_IN_PLURAL:  # "time_series": one series
+        return words
     for end, repl in (("ies", "y"), ("sses", "ss"), ("xes", "x"), ("ches", "ch"),
                       ("shes", "sh"), ("s", "")):
         if last.endswith(end) and not last.endswith(("ss", "us", "is")) and len(last) > 3:
@@ -205,6 +212,8 @@ def tag_field(name: str, kind: Any, fmt: Any = None, hint: str = "", description
     object is); nothing for transport noise (``is_noise``)."""
     if not name or is_noise(name, place, description, parents):
         return {}
+    if _HEADER.fullmatch(snake(name, 80)):
+        return {}  # a message's "to email address" names no one: whom it goes to is a setting
     if kind in ("string", "integer") and (resource := keys(name)):
         return {"x-key": resource}
     interface = infer_interface(name, kind, fmt, hint, description)
@@ -240,4 +249,5 @@ _EVENTS = {"expires": "expiry time", "expired": "expiry time", "expiry": "expiry
            "invited": "invitation time", "submitted": "submission time",
            "published": "publication time", "deleted": "deletion time",
            "closed": "closing time", "opened": "opening time", "sent": "sending time",
-           "received": "receipt time", "scheduled": "scheduled time"}
+           "received": "receipt time", "scheduled": "scheduled time", "added": "date added",
+           "joined": "date joined", "registered": "registration time"}
