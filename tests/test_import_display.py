@@ -36,7 +36,8 @@ def test_an_api_is_named_by_its_title_without_generic_words(title, provider, exp
     ("createTime", "creation time"), ("dateCreated", "creation time"),
     ("updateTime", "last update time"), ("lastModified", "last update time"),
     ("last_updated_at", "last update time"), ("expiresAt", "expiry time"),
-    ("invitedAt", "invitation time"), ("due_date", None), ("start", None)])
+    ("invitedAt", "invitation time"), ("jobExpiresAt", "expiry time"), ("due_date", None),
+    ("start", None)])
 def test_a_records_timestamp_is_named_by_what_it_is(field, label):
     assert tag_field(field, "string", "date-time").get("x-label") == label
 

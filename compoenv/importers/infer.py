@@ -242,7 +242,7 @@ def _time_label(name: str) -> str | None:
 
 
 # "<event>_at": the time of that event ("expires_at" -> "expiry time")
-_WHEN = re.compile(r"(?:date_|time_)?([a-z]+)(?:_(?:at|on|time|date|timestamp))")
+_WHEN = re.compile(r"(?:[a-z]+_)?([a-z]+)(?:_(?:at|on|time|date|timestamp))")  # job_expires_at
 _EVENTS = {"expires": "expiry time", "expired": "expiry time", "expiry": "expiry time",
            "expiration": "expiry time", "started": "start time", "start": "start time",
            "ended": "end time", "finished": "end time", "completed": "completion time",

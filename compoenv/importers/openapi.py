@@ -79,14 +79,17 @@ def _operation(conv: Converter, path: str, method: str, op: dict[str, Any],
 
 # RPC-style APIs read with POST (AWS's JSON protocol, "/#X-Amz-Target=Svc.ListSkills", a
 # Google "/v1/{parent}:search", a "/jobs/list"): there an operation named for reading reads
-_RPC_PATH = re.compile(r"X-Amz-Target=|:[A-Za-z]\w*$|/(list|search|query|describe|lookup)$")
-_READ_NAME = re.compile(r"^(list|describe|get|search|query|lookup|batch_get|fetch|retrieve)"
+# an RPC-style path names its action: AWS's JSON target or REST-JSON operation path
+# (``/ListRooms``), a Google custom method, a ``/jobs/list``
+_RPC_PATH = re.compile(r"X-Amz-Target=|:[A-Za-z]\w*$|/(list|search|query|describe|lookup)$"
+                       r"|/[A-Z][a-z]+[A-Z]\w*$")
+_READ_NAME = re.compile(r"^(list|describe|get|search|query|lookup|batch_get|fetch|retrieve|scan)"
                         r"(_|$)")
 
 
 def _reads(method: str, path: str, name: str) -> bool:
     """Whether an operation only reads: a GET or HEAD, or an RPC-style POST named for reading
-    (``ListBuilds``, ``DescribeDirectories``, ``BatchGetProjects``)."""
+    (``ListBuilds``, ``DescribeDirectories``, ``BatchGetProjects``, ``POST /ListRooms``)."""
     if method in ("get", "head"):
         return True
     verb = re.search(r":([A-Za-z]\w*)$", path)  # Google's custom method names the action
