@@ -80,6 +80,21 @@ class Kennels(Service):
         return stay
 
 
+def _tasks_of(composer: Composer, scenario: str, seeds: int, want: int) -> list:
+    """Up to ``want`` tasks of ``scenario`` among the first ``seeds`` seeds' tasks."""
+    out = []
+    for seed in range(seeds):
+        try:
+            task = composer.compose(seed)
+        except Exception:  # noqa: BLE001 - rejected seeds
+            continue
+        if task.scenario == scenario:
+            out.append(task)
+            if len(out) == want:
+                break
+    return out
+
+
 def _registry() -> Registry:
     registry = Registry.default()
     copy = Registry()
@@ -159,15 +174,7 @@ def test_a_job_declared_next_to_a_service_is_composed_and_listed() -> None:
     # a service with its own job gets no derived one
     assert not any(s.name.startswith("groomed_kennels_") for s in composer.scenarios)
     own = Composer(registry, ComposerConfig(scenarios=names, derive=True), None)
-    tasks = []
-    for seed in range(400):
-        try:
-            task = own.compose(seed)
-        except Exception:  # noqa: BLE001 - rejected seeds
-            continue
-        if task.scenario == "boarding_for_a_trip":
-            tasks.append(task)
-            break
+    tasks = _tasks_of(own, "boarding_for_a_trip", seeds=400, want=1)
     assert tasks and "the cheapest kennel in " in tasks[0].instruction
     assert replay(tasks[0], registry=registry).rubric_score == 1.0
 
@@ -261,12 +268,7 @@ def test_an_imported_job_composes_a_fair_task(tmp_path) -> None:
     pool = ScenarioRegistry([*ScenarioRegistry.default(), *derive_jobs(
         registry, list(ScenarioRegistry.default()))])
     composer = Composer(registry, ComposerConfig(scenarios=("classifier_job_review",)), pool)
-    tasks = []
-    for seed in range(12):
-        try:
-            tasks.append(composer.compose(seed))
-        except Exception:  # noqa: BLE001 - rejected seeds
-            continue
+    tasks = _tasks_of(composer, "classifier_job_review", seeds=12, want=12)
     assert len(tasks) >= 4, composer.rejections
     for task in tasks:
         assert "classifier__" not in task.instruction and "list_jobs" not in task.instruction
@@ -329,16 +331,7 @@ def test_a_users_service_without_typed_ids_gets_a_review_job(tmp_path) -> None:
     assert [j.name for j in jobs] == ["vet_clinic_visit_review"], [j.name for j in jobs]
     names = tuple(ScenarioRegistry.default().names())
     composer = Composer(registry, ComposerConfig(scenarios=names, derive=True, distractors=2))
-    used = []
-    for seed in range(150):
-        try:
-            task = composer.compose(seed)
-        except Exception:  # noqa: BLE001 - rejected seeds
-            continue
-        if task.scenario == "vet_clinic_visit_review":
-            used.append(task)
-            if len(used) == 2:
-                break
+    used = _tasks_of(composer, "vet_clinic_visit_review", seeds=150, want=2)
     assert used, composer.rejections
     for task in used:
         assert "the most expensive visit" in task.instruction
