@@ -34,6 +34,7 @@ def test_an_api_is_named_by_its_title_without_generic_words(title, provider, exp
 @pytest.mark.parametrize("field, label", [
     ("createdAt", "creation time"), ("created_at", "creation time"),
     ("createTime", "creation time"), ("dateCreated", "creation time"),
+    ("timeCreated", "creation time"), ("time_updated", "last update time"),
     ("updateTime", "last update time"), ("lastModified", "last update time"),
     ("last_updated_at", "last update time"), ("expiresAt", "expiry time"),
     ("invitedAt", "invitation time"), ("jobExpiresAt", "expiry time"), ("due_date", None),

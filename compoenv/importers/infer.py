@@ -224,8 +224,9 @@ def tag_field(name: str, kind: Any, fmt: Any = None, hint: str = "", description
             **({"x-role": role} if role else {}), **({"x-label": label} if label else {})}
 
 
-_MADE = re.compile(r"(?:date_?)?(?:created|creation|create)(?:_(?:at|on|time|date|timestamp|ts))?")
-_CHANGED = re.compile(r"(?:date_?)?(?:last_)?(?:updated|update|modified|modify|changed)"
+_MADE = re.compile(r"(?:(?:date|time)_?)?(?:created|creation|create)"
+                   r"(?:_(?:at|on|time|date|timestamp|ts))?")
+_CHANGED = re.compile(r"(?:(?:date|time)_?)?(?:last_)?(?:updated|update|modified|modify|changed)"
                       r"(?:_(?:at|on|time|date|timestamp|ts))?")
 
 
