@@ -247,17 +247,19 @@ def test_an_imported_list_job_acts_on_the_item_itself(tmp_path) -> None:
     job = jobs[0]
     pick, act, tell, note = job.stages
     assert pick.tools == ["classifier__list_jobs"] and pick.take == "pick"
+    # the most telling criterion first; a seed takes the first that names exactly one job
     assert [(p.field, p.order, p.says) for p in pick.by] == [
-        ("createdAt", "max", "the most recent job")]
+        ("createdAt", "max", "the most recent job"), ("createdAt", "min", "the oldest job")]
     assert act.tools == ["classifier__update_job"] and act.optional
     assert tell.tools == ["email__send_email"] and note.tools == [
         "docs_editor__create_document"] and not (tell.optional or note.optional)
     tools = {t for s in job.stages for t in s.tools}
     assert "classifier__jobs_delete" not in tools and "classifier__create_snapshot" not in tools
-    # said as people say it: the API by its title, the thing by its resource, the criterion
-    # the pick takes, and the note the job keeps (its goal must be true of every task)
+    # said as people say it: the API by its title, the thing by its resource, and the note
+    # the job keeps; the criterion is the request's (a goal must be true of every task)
     for goal in job.goal:
-        assert "the most recent job in classifier" in goal.casefold() and "note" in goal, goal
+        assert "in classifier" in goal.casefold() and "note" in goal, goal
+        assert "recent" not in goal and "oldest" not in goal, goal
         assert "classifier__" not in goal and "NOT_FOUND" not in goal
 
 
@@ -272,7 +274,8 @@ def test_an_imported_job_composes_a_fair_task(tmp_path) -> None:
     assert len(tasks) >= 4, composer.rejections
     for task in tasks:
         assert "classifier__" not in task.instruction and "list_jobs" not in task.instruction
-        assert "the most recent job" in task.instruction
+        assert "the most recent job" in task.instruction or "the oldest job" in \
+            task.instruction
         kinds = {c.service for c in task.rubric if getattr(c, "service", None)}
         assert {"email", "docs_editor"} <= kinds, task.rubric
         assert replay(task, registry=registry).rubric_score == 1.0
@@ -334,7 +337,8 @@ def test_a_users_service_without_typed_ids_gets_a_review_job(tmp_path) -> None:
     used = _tasks_of(composer, "vet_clinic_visit_review", seeds=150, want=2)
     assert used, composer.rejections
     for task in used:
-        assert "the most expensive visit" in task.instruction
+        assert "the most expensive visit" in task.instruction or "the cheapest visit" in \
+            task.instruction
         assert "the visit's owner" in task.instruction  # whom to tell: the record says
         assert replay(task, registry=registry).rubric_score == 1.0
 

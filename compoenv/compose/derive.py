@@ -351,15 +351,15 @@ def _review_jobs(service: str, graph: ToolGraph, hubs: list[str], specs: list[To
     someone and keep a note of what was decided (the hubs join only through what the record
     gives or the user states)."""
     near = {service, *(h.split("__")[0] for h in hubs)}
-    found: list[tuple[ToolSpec, str, dict[str, str], str | None]] = []
+    found: list[tuple[ToolSpec, str, list[dict[str, str]], str | None]] = []
     for spec in specs:
         if not (spec.read_only and returns_list(spec)):
             continue
         kind = noun(spec)
         if not _KIND.fullmatch(kind) or _ADJECTIVE.fullmatch(kind):
             continue
-        criterion = _criterion(spec, kind)
-        if criterion is None:
+        criteria = _criteria(spec, kind)
+        if not criteria:
             continue
         bare = not graph.signatures[spec.qualified_name].required
         if bare and not any(e.target_service in near for e in graph.out_edges(
@@ -368,23 +368,23 @@ def _review_jobs(service: str, graph: ToolGraph, hubs: list[str], specs: list[To
         # a list that needs nothing ("list my apps") opens a job as it is
         lead = None if bare else _lead(graph, service, spec.qualified_name)
         if lead is not False:
-            found.append((spec, kind, criterion, lead))
-    for spec, kind, criterion, lead in found:
+            found.append((spec, kind, criteria, lead))
+    for spec, kind, criteria, lead in found:
         # the lists of the same records the user can open alike ("the visits of Ana Diaz",
         # "the booked visits"): whichever finds a few of them
         lists = [spec.qualified_name] + ([] if lead else [
             s.qualified_name for s, k, c, other in found if s is not spec and k == kind
-            and other is None and c == criterion])
+            and other is None and c == criteria])
         stages: list[dict[str, Any]] = [
             *([{"tools": [lead]}] if lead else []),
-            {"tools": lists, "take": "pick", "items": [2, 30], "by": [criterion]}]
+            {"tools": lists, "take": "pick", "items": [2, 30], "by": criteria}]
         acts = [a for a in _writes_on(graph, spec.qualified_name, service, items=True)
                 if not _undoes(graph.specs[a])]
         if acts:
             # where the write fits the record the request asks for it; the goal holds either way
             stages.append({"tools": acts[:1], "optional": True})
         job = _scenario(f"{service}_{_slug(kind)}_review", service, info, kind, stages, hubs,
-                        _review_goals(service_label(info), criterion),
+                        _review_goals(service_label(info), kind),
                         about=(f"the {kind} we picked and what happens next",
                                f"our review of the {kind}"))
         if job is not None:
@@ -398,31 +398,29 @@ _PREFER = ("due soonest", "most expensive", "largest", "highest", "most recent",
            "latest", "earliest", "cheapest", "shortest", "smallest", "lowest", "oldest")
 
 
-def _criterion(spec: ToolSpec, kind: str) -> dict[str, str] | None:
-    """The one business criterion a job over ``spec``'s list takes its record by (a ``Pick``
-    as a dict), the most telling its fields offer; None when no field is one."""
+def _criteria(spec: ToolSpec, kind: str) -> list[dict[str, str]]:
+    """The business criteria a job over ``spec``'s list may take its record by (``Pick``s as
+    dicts), the most telling first: a seed takes the first that names exactly one record."""
     options = [(says, slot, order) for slot in orderable(spec) for order in ("min", "max")
                if (says := plain(slot, order, kind, spec.returns)) is not None]
-    if not options:
-        return None
 
     def rank(option: tuple[str, Any, str]) -> int:
         return next((i for i, w in enumerate(_PREFER) if w in option[0]), len(_PREFER))
 
-    says, slot, order = min(options, key=rank)
-    return {"field": slot.path[1], "order": order, "says": says}
+    return [{"field": slot.path[1], "order": order, "says": says}
+            for says, slot, order in sorted(options, key=rank)[:6]]
 
 
-def _review_goals(label: str, criterion: dict[str, str]) -> list[str]:
-    """What the user wants, in a few phrasings: the record the criterion names looked at, the
-    people concerned told, and a note kept."""
-    says = criterion["says"]
-    return [f"{says[:1].upper() + says[1:]} in {label} needs a closer look: the people "
-            f"concerned should hear about it, and I keep a note of every review.",
-            f"I want {says} in {label} looked at, a word sent to whoever it concerns, and a "
+def _review_goals(label: str, kind: str) -> list[str]:
+    """What the user wants, in a few phrasings: one of the service's records looked at (the
+    request says which, by the criterion the seed took), the people concerned told, and a
+    note kept."""
+    return [f"One {kind} in {label} needs a closer look: the people concerned should hear "
+            f"about it, and I keep a note of every review.",
+            f"I want a {kind} in {label} looked at, a word sent to whoever it concerns, and a "
             f"note of it kept for the record.",
-            f"Time to go over {says} in {label}, let the right person know and write up a "
-            f"short note on it."]
+            f"Time to go over one of the {plural(kind)} in {label}, let the right person know "
+            f"and write up a short note on it."]
 
 
 _ADJECTIVE = re.compile(r"[a-z]+(ing|ed)|public|private|random|past|upcoming|all|mine|own")
