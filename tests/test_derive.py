@@ -247,7 +247,7 @@ def test_an_imported_list_job_acts_on_the_item_itself(tmp_path) -> None:
     job = jobs[0]
     pick, act, tell, note = job.stages
     assert pick.tools == ["classifier__list_jobs"] and pick.take == "pick"
-    # the most telling criterion first; a seed takes the first that names exactly one job
+    # the most telling criterion first; a seed takes one that names exactly one job
     assert [(p.field, p.order, p.says) for p in pick.by] == [
         ("createdAt", "max", "the most recent job"), ("createdAt", "min", "the oldest job")]
     assert act.tools == ["classifier__update_job"] and act.optional

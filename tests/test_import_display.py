@@ -86,3 +86,4 @@ def test_a_messages_header_address_names_no_one_and_a_series_stays_one():
     assert tag_field("toEmailAddress", "string") == {}
     assert tag_field("owner_email", "string")["x-role"] == "owner"
     assert singular("time_series") == "time_series" and singular("policies") == "policy"
+    assert singular("timeseries") == "timeseries"

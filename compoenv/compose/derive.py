@@ -400,7 +400,8 @@ _PREFER = ("due soonest", "most expensive", "largest", "highest", "most recent",
 
 def _criteria(spec: ToolSpec, kind: str) -> list[dict[str, str]]:
     """The business criteria a job over ``spec``'s list may take its record by (``Pick``s as
-    dicts), the most telling first: a seed takes the first that names exactly one record."""
+    dicts), the most telling first (at most six): a seed takes one that names exactly one
+    record."""
     options = [(says, slot, order) for slot in orderable(spec) for order in ("min", "max")
                if (says := plain(slot, order, kind, spec.returns)) is not None]
 
@@ -417,10 +418,15 @@ def _review_goals(label: str, kind: str) -> list[str]:
     note kept."""
     return [f"One {kind} in {label} needs a closer look: the people concerned should hear "
             f"about it, and I keep a note of every review.",
-            f"I want a {kind} in {label} looked at, a word sent to whoever it concerns, and a "
-            f"note of it kept for the record.",
+            f"I want {_a(kind)} in {label} looked at, a word sent to whoever it concerns, "
+            f"and a note of it kept for the record.",
             f"Time to go over one of the {plural(kind)} in {label}, let the right person know "
             f"and write up a short note on it."]
+
+
+def _a(kind: str) -> str:
+    """``kind`` with its indefinite article ("an order", "a team")."""
+    return f"{'an' if kind[:1] in 'aeiou' else 'a'} {kind}"
 
 
 _ADJECTIVE = re.compile(r"[a-z]+(ing|ed)|public|private|random|past|upcoming|all|mine|own")

@@ -85,7 +85,7 @@ _SAME_IN_PLURAL = frozenset({"series", "species", "news", "status", "analysis", 
 def singular(words: str) -> str:
     """``resource_groups`` -> ``resource_group``, ``policies`` -> ``policy``."""
     head, _, last = words.rpartition("_")
-    if last in _SAME_IN_PLURAL:  # "time_series": one series
+    if last in _SAME_IN_PLURAL or last.endswith(("series", "species")):  # one time series
         return words
     for end, repl in (("ies", "y"), ("sses", "ss"), ("xes", "x"), ("ches", "ch"),
                       ("shes", "sh"), ("s", "")):
@@ -250,5 +250,5 @@ _EVENTS = {"expires": "expiry time", "expired": "expiry time", "expiry": "expiry
            "invited": "invitation time", "submitted": "submission time",
            "published": "publication time", "deleted": "deletion time",
            "closed": "closing time", "opened": "opening time", "sent": "sending time",
-           "received": "receipt time", "scheduled": "scheduled time", "added": "date added",
+           "received": "receipt time", "scheduled": "scheduled time", "added": "date added", "paused": "pause time",
            "joined": "date joined", "registered": "registration time"}
