@@ -80,6 +80,21 @@ class Kennels(Service):
         return stay
 
 
+def _tasks_of(composer: Composer, scenario: str, seeds: int, want: int) -> list:
+    """Up to ``want`` tasks of ``scenario`` among the first ``seeds`` seeds' tasks."""
+    out = []
+    for seed in range(seeds):
+        try:
+            task = composer.compose(seed)
+        except Exception:  # noqa: BLE001 - rejected seeds
+            continue
+        if task.scenario == scenario:
+            out.append(task)
+            if len(out) == want:
+                break
+    return out
+
+
 def _registry() -> Registry:
     registry = Registry.default()
     copy = Registry()
@@ -159,15 +174,7 @@ def test_a_job_declared_next_to_a_service_is_composed_and_listed() -> None:
     # a service with its own job gets no derived one
     assert not any(s.name.startswith("groomed_kennels_") for s in composer.scenarios)
     own = Composer(registry, ComposerConfig(scenarios=names, derive=True), None)
-    tasks = []
-    for seed in range(400):
-        try:
-            task = own.compose(seed)
-        except Exception:  # noqa: BLE001 - rejected seeds
-            continue
-        if task.scenario == "boarding_for_a_trip":
-            tasks.append(task)
-            break
+    tasks = _tasks_of(own, "boarding_for_a_trip", seeds=400, want=1)
     assert tasks and "the cheapest kennel in " in tasks[0].instruction
     assert replay(tasks[0], registry=registry).rubric_score == 1.0
 
@@ -229,23 +236,122 @@ def _imported_jobs_api(tmp_path):
 
 
 def test_an_imported_list_job_acts_on_the_item_itself(tmp_path) -> None:
-    """From a list in a paging envelope, picked by a plain field, the job's write is the one on
-    the item by its own key (``jobId``): not a write on another record the item names (its
-    directory's snapshot), nor one that takes the item back (``Jobs_Delete``)."""
+    """An imported API's job is over its own records: a list in a paging envelope, one item
+    taken by one stated criterion, the write on that item by its own key (``jobId``) where it
+    fits, not a write on another record the item names (its directory's snapshot), nor one
+    that takes the item back (``Jobs_Delete``); then someone told and a note kept."""
     registry = _imported_jobs_api(tmp_path)
     jobs = [j for j in derive_jobs(registry, list(ScenarioRegistry.default()))
             if "classifier" in j.services]
-    choice = next(j for j in jobs if j.name.endswith("_choice"))
-    assert choice.stages[0].tools == ["classifier__list_jobs"]
-    assert choice.stages[0].take == "pick" and choice.stages[1].tools == [
-        "classifier__update_job"]
-    tools = {t for j in jobs for s in j.stages for t in s.tools}
+    assert [j.name for j in jobs] == ["classifier_job_review"]
+    job = jobs[0]
+    pick, act, tell, note = job.stages
+    assert pick.tools == ["classifier__list_jobs"] and pick.take == "pick"
+    # the most telling criterion first; a seed takes one that names exactly one job
+    assert [(p.field, p.order, p.says) for p in pick.by] == [
+        ("createdAt", "max", "the most recent job"), ("createdAt", "min", "the oldest job")]
+    assert act.tools == ["classifier__update_job"] and act.optional
+    assert tell.tools == ["email__send_email"] and note.tools == [
+        "docs_editor__create_document"] and not (tell.optional or note.optional)
+    tools = {t for s in job.stages for t in s.tools}
     assert "classifier__jobs_delete" not in tools and "classifier__create_snapshot" not in tools
-    # said in the API's words, as a request: the thing by its resource, the write's summary's
-    # first sentence in the imperative
-    assert choice.name == "classifier_job_choice"
-    goal = " ".join(choice.goal)
-    assert "update a classification job" in goal and "NOT_FOUND" not in goal
+    # said as people say it: the API by its title, the thing by its resource, and the note
+    # the job keeps; the criterion is the request's (a goal must be true of every task)
+    for goal in job.goal:
+        assert "in classifier" in goal.casefold() and "note" in goal, goal
+        assert "recent" not in goal and "oldest" not in goal, goal
+        assert "classifier__" not in goal and "NOT_FOUND" not in goal
+
+
+def test_an_imported_job_composes_a_fair_task(tmp_path) -> None:
+    """The imported API's job verifies: the request names no tool or service id, the item the
+    criterion takes is one, and the rubric checks the email and the note."""
+    registry = _imported_jobs_api(tmp_path)
+    pool = ScenarioRegistry([*ScenarioRegistry.default(), *derive_jobs(
+        registry, list(ScenarioRegistry.default()))])
+    composer = Composer(registry, ComposerConfig(scenarios=("classifier_job_review",)), pool)
+    tasks = _tasks_of(composer, "classifier_job_review", seeds=12, want=12)
+    assert len(tasks) >= 4, composer.rejections
+    for task in tasks:
+        assert "classifier__" not in task.instruction and "list_jobs" not in task.instruction
+        assert "the most recent job" in task.instruction or "the oldest job" in \
+            task.instruction
+        kinds = {c.service for c in task.rubric if getattr(c, "service", None)}
+        assert {"email", "docs_editor"} <= kinds, task.rubric
+        assert replay(task, registry=registry).rubric_score == 1.0
+
+
+def test_a_users_service_without_typed_ids_gets_a_review_job(tmp_path) -> None:
+    """A service whose write takes a plain-text id (no list item feeds it) still gets a job:
+    its records found, the one the criterion names taken, its owner told (a role the record
+    gives), a note kept; and default tasks use it."""
+    import textwrap
+
+    module = tmp_path / "vet.py"
+    module.write_text(textwrap.dedent('''
+        from typing import Annotated
+        from compoenv import Service, State, World, ToolError, tool
+        from compoenv.interfaces import Entity, EmailAddress, Money
+        from compoenv.roles import Role
+
+        class Visit(Entity):
+            id: str
+            pet: str
+            owner_email: Annotated[EmailAddress, Role("customer")]
+            price: Annotated[Money, Role("price")]
+
+        class VetClinic(Service):
+            """Vet clinic: visits booked for pets, with their owners and prices."""
+            name = "vet_clinic"
+            domain = "pets"
+
+            class State(State):
+                visits: dict[str, Visit] = {}
+
+            def seed(self, world: World) -> "VetClinic.State":
+                rng = world.rng(self.name)
+                return self.State(visits={f"V-{i:04d}": Visit(
+                    id=f"V-{i:04d}", pet=rng.choice(["Rex", "Milo", "Luna"]),
+                    owner_email=p.email, price=rng.randint(40, 400) * 1.0)
+                    for i, p in enumerate(rng.sample(world.people[1:], 12), start=1)})
+
+            @tool(read_only=True, phrase="list the booked vet visits")
+            def booked_visits(self) -> list[Visit]:
+                """List every visit booked at the clinic."""
+                return list(self.state.visits.values())
+
+            @tool(phrase="mark visit {visit_id} as done")
+            def complete_visit(self, visit_id: str) -> Visit:
+                """Mark a visit as done."""
+                if visit_id not in self.state.visits:
+                    raise ToolError(404, f"no visit {visit_id}")
+                return self.state.visits[visit_id]
+        '''), encoding="utf-8")
+    registry = _registry()
+    registry.add_library(tmp_path, trust_code=True)
+    jobs = [j for j in derive_jobs(registry, list(ScenarioRegistry.default()))
+            if "vet_clinic" in j.services]
+    assert [j.name for j in jobs] == ["vet_clinic_visit_review"], [j.name for j in jobs]
+    names = tuple(ScenarioRegistry.default().names())
+    composer = Composer(registry, ComposerConfig(scenarios=names, derive=True, distractors=2))
+    used = _tasks_of(composer, "vet_clinic_visit_review", seeds=150, want=2)
+    assert used, composer.rejections
+    for task in used:
+        assert "the most expensive visit" in task.instruction or "the cheapest visit" in \
+            task.instruction
+        assert "the visit's owner" in task.instruction  # whom to tell: the record says
+        assert replay(task, registry=registry).rubric_score == 1.0
+
+
+def test_a_library_job_counts_for_its_own_service(tmp_path) -> None:
+    """A job over a library's service that writes only to the hubs (an email, a note) is that
+    service's when jobs are drawn, not one more job of the email service."""
+    registry = _imported_jobs_api(tmp_path)
+    jobs = list(ScenarioRegistry.default()) + derive_jobs(
+        registry, list(ScenarioRegistry.default()))
+    weights = job_weights(jobs, registry)
+    mine = next(w for j, w in zip(jobs, weights) if j.name == "classifier_job_review")
+    assert mine > 2 / len(jobs)
 
 
 def test_a_stated_text_of_a_write_is_one_the_records_hold() -> None:

@@ -305,7 +305,10 @@ def collateral_writes(task: Task, registry: Registry, seed: int = 0) -> list[Pla
             if arguments is None:
                 continue
             point = session.checkpoint()
-            if session.call(spec.qualified_name, arguments).get("success"):
+            # a write that changed no record (an imported read sent as a POST) did no harm
+            # a rubric could see: not collateral work
+            if session.call(spec.qualified_name, arguments).get("success") \
+                    and _written(session, service):
                 out.append(Play("collateral_service",
                                 (*task.solution, Call(name=spec.qualified_name,
                                                       arguments=arguments)),

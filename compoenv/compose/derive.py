@@ -107,7 +107,10 @@ def job_weights(scenarios: list[Scenario], registry: Registry) -> list[float]:
     sum, over those services, of one over how many jobs act on each: a service with one job
     is then used about as often as one with ten; a service of the user's own libraries counts
     ``OWN_WEIGHT`` times), half uniformly over the jobs."""
-    acting = [acting_services([s], registry) or set(s.services) for s in scenarios]
+    # a job over a service of the user's own libraries is that service's, whether or not it
+    # writes there (a job that finds an imported API's record and tells someone about it)
+    acting = [(acting_services([s], registry) or set(s.services))
+              | {n for n in s.services[:1] if _worth(registry, n) > 1.0} for s in scenarios]
     counts: dict[str, int] = {}
     for services in acting:
         for name in services:
@@ -187,6 +190,8 @@ def _jobs(service: str, registry: Registry, graph: ToolGraph,
         return []
     info = registry.info(service)
     jobs: list[Scenario] = []
+    if info.file is not None and info.kind == "spec":  # an imported API: jobs over its own resources
+        return _review_jobs(service, graph, hubs, specs, info)
     # find, decide, act: a list whose items a write of the service acts on
     for spec in specs:
         if not (spec.read_only and returns_list(spec)):
@@ -239,6 +244,10 @@ def _jobs(service: str, registry: Registry, graph: ToolGraph,
         if job is not None:
             jobs.append(job)
             break
+    if info.file is not None and not any(j.name.endswith("_choice") for j in jobs):
+        # a service of the user's own libraries whose writes take nothing a list gives (a
+        # plain-text id): its records found, one decided on, someone told, a note kept
+        jobs += _review_jobs(service, graph, hubs, specs, info)
     return jobs
 
 
@@ -292,21 +301,25 @@ def _goal(info: Any, kind: str, act: ToolSpec, chosen: bool) -> str:
 
 
 def _scenario(name: str, service: str, info: Any, kind: str,
-              stages: list[dict[str, Any]], hubs: list[str], goal: str) -> Scenario | None:
+              stages: list[dict[str, Any]], hubs: list[str], goal: str | list[str],
+              about: tuple[str, str] | None = None) -> Scenario | None:
+    """The job, with the email and note that close it when the library has those services
+    (required when ``about`` says what they are about: a job whose point is telling
+    someone), or None when the service's words make no valid job."""
     label = service_label(info)
     services = [service]
     if NOTIFY in hubs:
         services.append(NOTIFY.split("__")[0])
         stages = stages + [{
-            "tools": [NOTIFY], "optional": True, "fresh": True,
-            "about": f"the {kind}",
+            "tools": [NOTIFY], "optional": about is None, "fresh": True,
+            "about": about[0] if about else f"the {kind}",
             "args": {"subject": f"Your {kind}",
                      "body": f"A quick note about the {kind}: it is taken care of."}}]
     if RECORD in hubs:
         services.append(RECORD.split("__")[0])
         stages = stages + [{
-            "tools": [RECORD], "optional": True, "fresh": True,
-            "about": f"what was done about the {kind}",
+            "tools": [RECORD], "optional": about is None, "fresh": True,
+            "about": about[1] if about else f"what was done about the {kind}",
             "args": {"title": f"{kind.capitalize()} notes"[:80],
                      "content": f"Handled the {kind} in {label} and told the people involved."}}]
     try:
@@ -316,12 +329,111 @@ def _scenario(name: str, service: str, info: Any, kind: str,
             "persona": [f"I look after the {plural(kind)} in {label} at {{employer}}.",
                         f"I handle {label} for {{employer}}.",
                         f"At {{employer}}, {label} is part of my job."],
-            "goal": goal if len(goal) >= 8 else f"A {kind} in {label} needs handling.",
+            "goal": goal if not isinstance(goal, str) or len(goal) >= 8
+            else f"A {kind} in {label} needs handling.",
             "services": services,
             "stages": stages,
             "naming": (_slug(service).replace("_", "-")[:20] or "job").strip("-") or "job",
             "rules": ["naming", "source_of_truth", "threshold", "ordering", "never"],
+            # a record to review is told apart by the criterion; a near-duplicate to leave
+            # alone would be named by what the API calls it, often no name a person uses
+            "decoys": about is None,
             "report": [0, 3],
         })
     except Exception:  # noqa: BLE001 - a service whose words do not make a valid job has none
         return None
+
+
+def _review_jobs(service: str, graph: ToolGraph, hubs: list[str], specs: list[ToolSpec],
+                 info: Any) -> list[Scenario]:
+    """A job over a service's own records (an imported API's resources): find them, decide
+    on one by a business criterion, act on it where the service has a write for it, tell
+    someone and keep a note of what was decided (the hubs join only through what the record
+    gives or the user states)."""
+    near = {service, *(h.split("__")[0] for h in hubs)}
+    found: list[tuple[ToolSpec, str, list[dict[str, str]], str | None]] = []
+    for spec in specs:
+        if not (spec.read_only and returns_list(spec)):
+            continue
+        kind = noun(spec)
+        if not _KIND.fullmatch(kind) or _ADJECTIVE.fullmatch(kind):
+            continue
+        criteria = _criteria(spec, kind)
+        if not criteria:
+            continue
+        bare = not graph.signatures[spec.qualified_name].required
+        if bare and not any(e.target_service in near for e in graph.out_edges(
+                spec.qualified_name)):
+            continue  # a walk opens only on a list whose items feed something of the job
+        # a list that needs nothing ("list my apps") opens a job as it is
+        lead = None if bare else _lead(graph, service, spec.qualified_name)
+        if lead is not False:
+            found.append((spec, kind, criteria, lead))
+    for spec, kind, criteria, lead in found:
+        # the lists of the same records the user can open alike ("the visits of Ana Diaz",
+        # "the booked visits"): whichever finds a few of them
+        lists = [spec.qualified_name] + ([] if lead else [
+            s.qualified_name for s, k, c, other in found if s is not spec and k == kind
+            and other is None and c == criteria])
+        stages: list[dict[str, Any]] = [
+            *([{"tools": [lead]}] if lead else []),
+            {"tools": lists, "take": "pick", "items": [2, 30], "by": criteria}]
+        acts = [a for a in _writes_on(graph, spec.qualified_name, service, items=True)
+                if not _undoes(graph.specs[a])]
+        if acts:
+            # where the write fits the record the request asks for it; the goal holds either way
+            stages.append({"tools": acts[:1], "optional": True})
+        job = _scenario(f"{service}_{_slug(kind)}_review", service, info, kind, stages, hubs,
+                        _review_goals(service_label(info), kind),
+                        about=(f"the {kind} we picked and what happens next",
+                               f"our review of the {kind}"))
+        if job is not None:
+            return [job]
+    return []
+
+
+# the criteria a record to review is chosen by, most telling first: what is due, what costs
+# or weighs most, then what is newest (a record just made is the one to check)
+_PREFER = ("due soonest", "most expensive", "largest", "highest", "most recent", "longest",
+           "latest", "earliest", "cheapest", "shortest", "smallest", "lowest", "oldest")
+
+
+def _criteria(spec: ToolSpec, kind: str) -> list[dict[str, str]]:
+    """The business criteria a job over ``spec``'s list may take its record by (``Pick``s as
+    dicts), the most telling first (at most six): a seed takes one that names exactly one
+    record."""
+    options = [(says, slot, order) for slot in orderable(spec) for order in ("min", "max")
+               if (says := plain(slot, order, kind, spec.returns)) is not None]
+
+    def rank(option: tuple[str, Any, str]) -> int:
+        return next((i for i, w in enumerate(_PREFER) if w in option[0]), len(_PREFER))
+
+    return [{"field": slot.path[1], "order": order, "says": says}
+            for says, slot, order in sorted(options, key=rank)[:6]]
+
+
+def _review_goals(label: str, kind: str) -> list[str]:
+    """What the user wants, in a few phrasings: one of the service's records looked at (the
+    request says which, by the criterion the seed took), the people concerned told, and a
+    note kept."""
+    return [f"One {kind} in {label} needs a closer look: the people concerned should hear "
+            f"about it, and I keep a note of every review.",
+            f"I want {_a(kind)} in {label} looked at, a word sent to whoever it concerns, "
+            f"and a note of it kept for the record.",
+            f"Time to go over one of the {plural(kind)} in {label}, let the right person know "
+            f"and write up a short note on it."]
+
+
+def _a(kind: str) -> str:
+    """``kind`` with its indefinite article ("an order", "a team")."""
+    return f"{'an' if kind[:1] in 'aeiou' else 'a'} {kind}"
+
+
+_ADJECTIVE = re.compile(r"[a-z]+(ing|ed)|public|private|random|past|upcoming|all|mine|own")
+
+
+def _undoes(spec: ToolSpec) -> bool:
+    """Whether a write takes back what was found or made, by its name or its description's
+    first verb ("Deletes the specified occurrence")."""
+    head = (spec.description.strip().split() or [""])[0].casefold().rstrip("s")
+    return bool(_UNDO.search(spec.name) or _UNDO.search(head))

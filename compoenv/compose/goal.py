@@ -19,7 +19,7 @@ import re
 from typing import Any
 
 from compoenv.compose.config import GUIDANCE
-from compoenv.compose.labels import fix_articles, plural
+from compoenv.compose.labels import fix_articles, plural, singular
 from compoenv.compose.records import Binding, Walk
 from compoenv.compose.render import NAMED, identifies, noun, owner_reference, phrase, reference, \
     report_sentences, with_rules
@@ -185,6 +185,13 @@ def _listing(walk: Walk, index: int) -> str:
     step = walk.steps[index]
     said = phrase(step.spec, walk, step.bindings)
     rest = _READ_VERB.sub("", said, count=1)
+    if rest == said:
+        return f"the {plural(noun(step.spec))} ({said})"
+    rest = re.sub(r"^of (?=the |my |our )", "", rest)  # "list all of the pools"
+    rest = re.sub(r"^your ", "my ", rest)  # "list your target groups": the user's own
+    kind = noun(step.spec)
+    if plural(rest) == plural(kind) or singular(rest) == singular(kind):
+        return plural(kind)  # "list sink": the sinks
     return rest if rest != said else f"the {plural(noun(step.spec))} ({said})"
 
 

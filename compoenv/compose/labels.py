@@ -130,6 +130,9 @@ def field_label(schema: dict[str, Any], path: tuple[str, ...], owner: str = "") 
         return node["x-label"]
     if field in FIELD_LABELS:
         return FIELD_LABELS[field]
+    parent = [p for p in path[:-1] if p != "*" and p[:1] != "#"][-1:]
+    if parent and field.casefold() in _PERSONAL and words(parent[0]) in _PERSON_ROLES:
+        return f"{words(parent[0])}'s {_plain(field, owner)}"  # the app's owner's email
     return _plain(field, owner)
 
 

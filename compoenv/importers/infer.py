@@ -77,9 +77,16 @@ def _has(name: str | list[str], vocab: set[str]) -> bool:
     return any(w in vocab or (w.endswith("s") and w[:-1] in vocab) for w in words)
 
 
+_HEADER = re.compile(r"(?:to|from|cc|bcc|reply_to)_email(?:_address(?:es)?|s)?")
+_SAME_IN_PLURAL = frozenset({"series", "species", "news", "status", "analysis", "metadata",
+                             "data", "media"})
+
+
 def singular(words: str) -> str:
     """``resource_groups`` -> ``resource_group``, ``policies`` -> ``policy``."""
     head, _, last = words.rpartition("_")
+    if last in _SAME_IN_PLURAL or last.endswith(("series", "species")):  # one time series
+        return words
     for end, repl in (("ies", "y"), ("sses", "ss"), ("xes", "x"), ("ches", "ch"),
                       ("shes", "sh"), ("s", "")):
         if last.endswith(end) and not last.endswith(("ss", "us", "is")) and len(last) > 3:
@@ -205,10 +212,43 @@ def tag_field(name: str, kind: Any, fmt: Any = None, hint: str = "", description
     object is); nothing for transport noise (``is_noise``)."""
     if not name or is_noise(name, place, description, parents):
         return {}
+    if _HEADER.fullmatch(snake(name, 80)):
+        return {}  # a message's "to email address" names no one: whom it goes to is a setting
     if kind in ("string", "integer") and (resource := keys(name)):
         return {"x-key": resource}
     interface = infer_interface(name, kind, fmt, hint, description)
     who = who or hint.partition(":")[2] or None
     role = infer_role(interface, snake(name, 200), who) if interface else None
+    label = _time_label(name) if interface in ("Date", "DateTime") else None
     return {**({"x-interface": interface} if interface else {}),
-            **({"x-role": role} if role else {})}
+            **({"x-role": role} if role else {}), **({"x-label": label} if label else {})}
+
+
+_MADE = re.compile(r"(?:(?:date|time)_?)?(?:created|creation|create)"
+                   r"(?:_(?:at|on|time|date|timestamp|ts))?")
+_CHANGED = re.compile(r"(?:(?:date|time)_?)?(?:last_)?(?:updated|update|modified|modify|changed)"
+                      r"(?:_(?:at|on|time|date|timestamp|ts))?")
+
+
+def _time_label(name: str) -> str | None:
+    """How a person names a record's timestamp field ("the network's creation time", not
+    "the network's created at")."""
+    key = snake(name, 80)
+    if _MADE.fullmatch(key):
+        return "creation time"
+    if _CHANGED.fullmatch(key):
+        return "last update time"
+    found = _WHEN.fullmatch(key)
+    return None if found is None else _EVENTS.get(found.group(1))
+
+
+# "<event>_at": the time of that event ("expires_at" -> "expiry time")
+_WHEN = re.compile(r"(?:[a-z]+_)?([a-z]+)(?:_(?:at|on|time|date|timestamp))")  # job_expires_at
+_EVENTS = {"expires": "expiry time", "expired": "expiry time", "expiry": "expiry time",
+           "expiration": "expiry time", "started": "start time", "start": "start time",
+           "ended": "end time", "finished": "end time", "completed": "completion time",
+           "invited": "invitation time", "submitted": "submission time",
+           "published": "publication time", "deleted": "deletion time",
+           "closed": "closing time", "opened": "opening time", "sent": "sending time",
+           "received": "receipt time", "scheduled": "scheduled time", "added": "date added", "paused": "pause time",
+           "joined": "date joined", "registered": "registration time"}

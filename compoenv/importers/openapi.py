@@ -79,14 +79,17 @@ def _operation(conv: Converter, path: str, method: str, op: dict[str, Any],
 
 # RPC-style APIs read with POST (AWS's JSON protocol, "/#X-Amz-Target=Svc.ListSkills", a
 # Google "/v1/{parent}:search", a "/jobs/list"): there an operation named for reading reads
-_RPC_PATH = re.compile(r"X-Amz-Target=|:[A-Za-z]\w*$|/(list|search|query|describe|lookup)$")
-_READ_NAME = re.compile(r"^(list|describe|get|search|query|lookup|batch_get|fetch|retrieve)"
+# an RPC-style path names its action: AWS's JSON target or REST-JSON operation path
+# (``/ListRooms``), a Google custom method, a ``/jobs/list``
+_RPC_PATH = re.compile(r"X-Amz-Target=|:[A-Za-z]\w*$|/(list|search|query|describe|lookup)$"
+                       r"|/[A-Z][a-z]+[A-Z]\w*$")
+_READ_NAME = re.compile(r"^(list|describe|get|search|query|lookup|batch_get|fetch|retrieve|scan)"
                         r"(_|$)")
 
 
 def _reads(method: str, path: str, name: str) -> bool:
     """Whether an operation only reads: a GET or HEAD, or an RPC-style POST named for reading
-    (``ListBuilds``, ``DescribeDirectories``, ``BatchGetProjects``)."""
+    (``ListBuilds``, ``DescribeDirectories``, ``BatchGetProjects``, ``POST /ListRooms``)."""
     if method in ("get", "head"):
         return True
     verb = re.search(r":([A-Za-z]\w*)$", path)  # Google's custom method names the action
@@ -162,9 +165,50 @@ def _service(doc: dict[str, Any], name: str, domain: str, tools: list[dict[str, 
     title = str(info.get("title") or "imported api")
     fallback = f"{title}{': ' + about if about else ''} (imported from OpenAPI)"
     described = f"{title}: {about}" if about else info.get("description")
-    return {"name": name, "domain": domain,
+    shown = display_name(title, str(info.get("x-providerName") or ""))
+    return {"name": name, "domain": domain, **({"display": shown} if shown else {}),
             "description": short_text(described, fallback, fallback=fallback, low=10),
             "version": str(info.get("version") or "1"), "source": "openapi", "tools": tools}
+
+
+# words of an API's title that name no product ("PandaScore REST API", "DataShareManagementClient")
+_TITLE_NOISE = frozenset("api apis rest restful openapi swagger client sdk http json management "
+                         "admin unofficial unoffical the reference documentation docs spec "
+                         "specification interface".split())
+# providers whose products people name with the provider's name first
+_PROVIDERS = {"azure.com": "Azure", "amazonaws.com": "AWS", "googleapis.com": "Google",
+              "microsoft.com": "Microsoft"}
+
+
+def display_name(title: str, provider: str = "") -> str:
+    """How a person names an API in a request: its title without generic words, versions or
+    what follows "for" ("PandaScore REST API for All Videogames" -> "PandaScore",
+    "DataShareManagementClient" -> "Azure Data Share"); "" when nothing is left."""
+    text = re.split(r"\s[|(\[]|\s+-\s+(?=\S+\s+\S)|:\s", title.strip())[0]
+    text = re.split(r"\s+(?:API|api|REST API)\s+(?:for|of)\s", text)[0]
+    if not re.search(r"\s", title.strip()):  # "DataShareManagementClient": its words
+        text = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", text)
+    every = [w for w in re.split(r"[\s_]+", text) if w and re.search(r"\w", w)
+             and not re.fullmatch(r"v?\d+(\.\d+)*", w, re.I)]
+    words = [w for w in every if w.casefold() not in _TITLE_NOISE]
+    if not words and provider and not provider.casefold() in _PROVIDERS:
+        # "API Reference" of zuora.com: the provider's name
+        words = [provider.split(".")[0].capitalize()] if len(provider.split(".")) == 2 else []
+    words = words or [w for w in every if w.casefold() != "client"]  # "API Management"
+    while words and words[-1].casefold() in ("service", "services", "and", "for", "of"):
+        words.pop()
+    while words and words[0].casefold() in ("for", "of", "and", "to"):
+        words.pop(0)
+    lead = _PROVIDERS.get(provider.casefold())
+    if lead and words and not any(w.casefold() in (lead.casefold(), "amazon", "aws", "firebase")
+                                  for w in words):
+        words.insert(0, lead)
+    out = ""
+    for word in words:  # at most 60 characters, cut at a word
+        if len(out) + len(word) + 1 > 60:
+            break
+        out = f"{out} {word}".strip()
+    return out if len(out) >= 2 else ""
 
 
 def openapi_spec(document: Any, name: str | None = None, domain: str = "imported",

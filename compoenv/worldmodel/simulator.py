@@ -42,6 +42,14 @@ def request_key(spec: ToolSpec, arguments: dict[str, Any], version: str) -> str:
     return f"{spec.qualified_name}|{canonical}|{version}"
 
 
+def _without_defaults(spec: ToolSpec, arguments: dict[str, Any]) -> dict[str, Any]:
+    """``arguments`` without the optional ones given at their schema defaults."""
+    props, required = spec.parameters.get("properties", {}), spec.parameters.get("required", ())
+    return {k: v for k, v in arguments.items() if k in required
+            or not isinstance(props.get(k), dict) or "default" not in props[k]
+            or props[k]["default"] != v}
+
+
 def _world_key(world: World) -> str:
     """The world in request keys: its seed, and its date when not the default one (worlds of
     one seed on other dates answer differently)."""
@@ -260,6 +268,10 @@ class Simulator:
         # the seed leaves the state out: what a read finds besides stored records is the same
         # before and after a write, so earlier answers stay true
         stable = key.rsplit("|", 1)[0]
+        if spec.read_only and (said := _without_defaults(spec, arguments)) != arguments:
+            # an optional argument spelled out at its default asks what leaving it out asks
+            arguments = said
+            stable = request_key(spec, arguments, "").rsplit("|", 1)[0]
         if not spec.read_only:
             # what a write invents (a new record's other fields) follows what it must be told,
             # not the optional arguments a caller may spell out at their defaults or at the
