@@ -11,6 +11,7 @@ from compoenv.compose.records import Binding, Rejected
 from compoenv.compose.render import noun, plural, reference
 from compoenv.compose.steps import worth_reporting
 from compoenv.compose.walk import Walker
+from compoenv.reward import scalars
 from compoenv.roles import label as role_label
 from compoenv.schema import extract
 
@@ -107,7 +108,11 @@ _ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth")
 def _made_beside(ask: str, walk: Any, nouns: list[str], step: int) -> str:
     """"the payment's id" of a payment the job made, where it also found one (the payment it
     refunds), reads "the new payment's id": the request names one record."""
-    created = any(kind == "created" for _, _, kind in walk.effects.get(step, []))
+    # made by the write, not a record a read showed that the write stored as it changed it
+    shown = {str(v) for i in range(step) if walk.steps[i].spec.read_only
+             for v in scalars(walk.steps[i].result)}
+    created = any(kind == "created" and key not in shown
+                  for _, key, kind in walk.effects.get(step, []))
     if (walk.steps[step].spec.read_only or not created or not ask.startswith("the ")
             or not any(nouns[i] == nouns[step] and walk.steps[i].spec.read_only
                        for i in range(step))):

@@ -15,7 +15,7 @@ from compoenv.compose.goal import BODIES, asked_reads, free_params, message_fact
 from compoenv.compose.records import Binding, Walk
 from compoenv.reward import (
     STATUS_FIELDS, Shown, _as_number, normalize_text, record_dict, same_value, scalars, siblings,
-    undone,
+    undone, worded,
 )
 from compoenv.schema import brief, extract, free_text, names_record
 from compoenv.session import Session
@@ -232,7 +232,8 @@ def _uncovered(walk: Walk, criteria: list[Criterion],
                 and not (index in walk.rule_steps and free_text(props.get(p, {})))}
         facts = [name for _, name in message_facts(walk, index)] if own else []
         # a message or document the agent words is a message, not a placeholder ("lol")
-        floor = MIN_MESSAGE_WORDS if own & BODIES else 0
+        # (never more than the job's own wording holds: an authored note may be short)
+        floor = min(MIN_MESSAGE_WORDS, worded(step.arguments, own)) if own & BODIES else 0
         if facts or floor:  # told apart by its recipient, then checked for what it carries
             left = {p: v for p, v in step.arguments.items() if p not in own}
         if not left and not facts and not floor:
