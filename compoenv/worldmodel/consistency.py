@@ -30,7 +30,7 @@ from typing import Any
 from compoenv.schema import is_valid
 
 __all__ = ["FAILED", "CHANGES", "makes_new", "kind_of", "identity", "shown_records", "review",
-           "refer",
+           "refer", "key_param", "named", "id_field",
            "mend", "reconcile", "remembered", "remember", "stamped", "violations",
            "creates", "created_before", "INVARIANTS", "WRITE_MADE", "PROTECTED", "Recall"]
 
@@ -98,6 +98,38 @@ def _id_field(record: Mapping[str, Any], kind: str) -> str | None:
     if isinstance(record.get(own), (str, int)) and not isinstance(record.get(own), bool):
         return own
     return None  # a policy_id in a payment names the policy, not the payment
+
+
+_VERB = re.compile(r"^[a-z]+_")
+
+
+def key_param(tool: str, parameters: Mapping[str, Any], kind: str) -> str | None:
+    """The required parameter by which a tool names the one record of ``kind`` it reads,
+    changes or removes: ``id``, ``<kind>_id`` or ``<noun>_id`` (the tool's noun:
+    ``get_parking_reservation(reservation_id)``, ``get_expense_report(expense_report_id)``);
+    None for a tool that names no record of its own kind (``add_ticket_comment(ticket_id)``
+    makes a comment)."""
+    required = parameters.get("required") or ()
+    noun = _VERB.sub("", tool)
+    for param in ("id", f"{kind}_id", f"{noun}_id", f"{_singular(noun)}_id"):
+        if param in required:
+            return param
+    return None
+
+
+def id_field(record: Mapping[str, Any], kind: str) -> str | None:
+    """The field holding the record's own id (``id``, else ``<kind>_id``), if it has one."""
+    return _id_field(record, kind)
+
+
+def named(record: Any, kind: str, key: Any, param: str | None = None) -> bool:
+    """Whether ``record`` is the record of ``kind`` whose key is ``key``: by the field of the
+    key parameter's name where it has one (a cookbook entry's ``recipe_id``), else by its
+    own id."""
+    if not isinstance(record, Mapping):
+        return False
+    field = param if param is not None and param in record else _id_field(record, kind)
+    return field is not None and str(record[field]).strip() == str(key).strip()
 
 
 def identity(record: Mapping[str, Any], kind: str, scope: str = "") -> tuple[str, ...]:
