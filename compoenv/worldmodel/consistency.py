@@ -7,7 +7,8 @@ Two halves, shared by the simulator, the ``verify`` check, the tests and ``bench
   kind (the noun of the list that holds it, or of the tool that returned it) and the record
   holding it. ``reconcile`` makes an answer agree with what the episode was shown before: a
   field shown before keeps its value (a fresh draw gives way), a field not shown before is
-  added to what is remembered. A write's own decisions (its arguments, the status it leaves,
+  added to what is remembered. A tool naming one record by its key (``key_param``) answers
+  that record: its id is the key asked for (``simulator.recall``). A write's own decisions (its arguments, the status it leaves,
   the time it was made) are not overruled: they are the change, remembered from then on.
 * **Invariants.** ``violations`` lists what a record says that cannot be true of one thing:
   amounts that do not multiply, percentiles out of order, a part above its total, a count

@@ -98,8 +98,20 @@ def _read_name(resource: Resource) -> str:
 
 
 def _gone(resource: Resource) -> str:
-    """The collection of a resource's deleted keys (no world model reads it)."""
+    """The collection of an open resource's deleted keys (no world model reads it)."""
     return f"{resource.collection}#deleted"
+
+
+def _gone_shown(resource: Resource, key: str) -> str:
+    """Where a closed resource's deleted key is remembered: beside what the episode was shown
+    (``SimState.shown``, no collection: the state's version sees the records alone)."""
+    return f"gone\x1f{resource.collection}\x1f{key}"
+
+
+def _deleted(state: SimState, resource: Resource, key: str) -> bool:
+    """Whether the episode deleted the record of this key."""
+    return key in state.records.get(_gone(resource), {}) \
+        or _gone_shown(resource, key) in state.shown
 
 
 def _was_shown(shown: Mapping[str, Any] | None, resource: Resource, key: Any) -> bool:
@@ -197,7 +209,8 @@ class ResourceStore:
         state = service.state
         assert isinstance(state, SimState)
         stored = state.records[resource.collection]
-        gone = state.records.get(_gone(resource))
+        gone = {str(k): True for k in arguments.values() if isinstance(k, (str, int))
+                and _deleted(state, resource, str(k))}  # the keys it names that were deleted
         world, write = service.world, None
         if op.kind == "list":
             data = self._list(world, spec, op, resource, stored, arguments)
@@ -237,7 +250,7 @@ class ResourceStore:
         resource, op = found
         key = str(arguments.get(op.param or ""))
         if resource.collection in service.state.records \
-                and key not in service.state.records.get(_gone(resource), {}):
+                and not _deleted(service.state, resource, key):
             self._store(service, resource, key, None)
 
     def _get(self, resource: Resource, stored: Mapping[str, Any], key: Any,
@@ -370,7 +383,10 @@ class ResourceStore:
             collection.pop(key, None)
             # the world model is not asked about it again (an open resource's, or one shown
             # by a read the world model answers): it is gone
-            records[_gone(resource)] = {**records.get(_gone(resource), {}), key: {"id": key}}
+            if resource.open:
+                records[_gone(resource)] = {**records.get(_gone(resource), {}), key: {"id": key}}
+            else:
+                state.shown[_gone_shown(resource, key)] = ((), {})
         else:
             collection[key] = record
         records[resource.collection] = collection
