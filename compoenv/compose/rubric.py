@@ -137,7 +137,12 @@ def _state_criteria(service: str, session: Session, walk: Walk,
             steps = writers.get((collection, key), every)
             given = _Given(_step_given(walk, steps, free))
             record = record_dict(after[key])
-            match = {f: v for f, v in record.items() if v != key and given.fixed(f, v, simulated)}
+            # a key the world model drew is its choice; one a write named is the request's (an
+            # update of a record a read of the world model showed, which the store then holds:
+            # the ticket the search found, not another)
+            named_key = _among(key, given.all)
+            match = {f: v for f, v in record.items() if (v != key and given.fixed(f, v, simulated))
+                     or (named_key and v == key and not isinstance(v, bool))}
             out.append(StateCriterion(
                 id="", service=service, collection=collection, match=match, distinct=True,
                 standing=not undone(record),
