@@ -8,8 +8,9 @@ Two halves, shared by the simulator, the ``verify`` check, the tests and ``bench
   holding it. ``reconcile`` makes an answer agree with what the episode was shown before: a
   field shown before keeps its value (a fresh draw gives way), a field not shown before is
   added to what is remembered. A tool naming one record by its key (``key_param``) answers
-  that record: its id is the key asked for (``simulator.recall``). A write's own decisions (its arguments, the status it leaves,
-  the time it was made) are not overruled: they are the change, remembered from then on.
+  that record: its id is the key asked for (``simulator.recall``). A write's own decisions
+  (its arguments, the status it leaves, the time it was made) are not overruled: they are the
+  change, remembered from then on.
 * **Invariants.** ``violations`` lists what a record says that cannot be true of one thing:
   amounts that do not multiply, percentiles out of order, a part above its total, a count
   beside a list it does not count, a word count that does not follow the text, a failed status
