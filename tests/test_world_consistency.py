@@ -350,3 +350,13 @@ def test_a_shown_record_deleted_stays_gone():
     assert service.call("get_review", {"review_id": key})["data"]["id"] == key
     assert service.call("delete_review", {"review_id": key})["success"]
     assert service.call("get_review", {"review_id": key})["error"]["code"] == 404
+
+
+def test_a_shown_document_given_new_content_counts_its_words():
+    service, shown = _shown("docs_editor", 0)
+    key = next(k for k in shown["document"] if k not in service.state.records["document"])
+    text = "One two three four five six seven eight nine ten eleven."
+    made = service.call("update_document", {"document_id": key, "content": text})["data"]
+    assert (made["id"], made["content"], made["word_count"]) == (key, text, 11)
+    assert not violations(made, WORLD.today)
+    assert service.call("get_document", {"document_id": key})["data"] == made

@@ -258,9 +258,12 @@ def _walk(node: Any, schema: Any, kind: str, recall: Recall, protected: frozense
     keys = identity(node, kind, scope)
     if keys and not trust:
         entry = remembered(recall, keys)
+        # a text a write gives (a document's new content) brings its counts with it
+        follows = _TEXT_COUNTS if protected and not protected.isdisjoint(_TEXT) else ()
         if entry is not None:
             for field, value in node.items():
-                if field in protected or field not in entry[1] or not isinstance(value, _SCALAR):
+                if field in protected or field in follows or field not in entry[1] \
+                        or not isinstance(value, _SCALAR):
                     continue
                 known = entry[1][field]
                 if known != value and isinstance(known, _SCALAR) and field in props \
@@ -269,7 +272,7 @@ def _walk(node: Any, schema: Any, kind: str, recall: Recall, protected: frozense
                         out = dict(node)
                     out[field] = known
         if out is not None:  # the fresh fields beside the remembered ones follow them
-            _follow(out, props, set(entry[1]) | protected, keys[0])
+            _follow(out, props, (set(entry[1]) - set(follows)) | protected, keys[0])
     if not trust:
         referred = refer(out if out is not None else node, props, kind, recall, protected)
         if referred is not None:
@@ -402,6 +405,7 @@ FAILED = frozenset({"failed", "failure", "error", "errored", "declined", "reject
                      "denied", "refused", "unsuccessful", "bounced", "invalid"})
 _EMPLOYER = ("employer", "company", "organization", "organisation", "company_name")
 _TEXT = ("body", "content", "text", "description", "message", "transcript")
+_TEXT_COUNTS = frozenset({"word_count", "char_count", "character_count", "characters"})
 
 
 def _num(value: Any) -> bool:
