@@ -360,3 +360,16 @@ def test_a_shown_document_given_new_content_counts_its_words():
     assert (made["id"], made["content"], made["word_count"]) == (key, text, 11)
     assert not violations(made, WORLD.today)
     assert service.call("get_document", {"document_id": key})["data"] == made
+
+
+def test_a_shown_document_read_or_shared_keeps_its_count_and_a_text_that_fits_it():
+    found = []
+    for seed in (0, 3, 7):
+        service, shown = _shown("docs_editor", seed)
+        for key in [k for k in shown["document"] if k not in service.state.records["document"]]:
+            for tool, more in (("get_document", {}), ("share_document", {
+                    "email": "ada.kim@example.com", "role": "viewer"})):
+                data = service.call(tool, {"document_id": key, **more})["data"]
+                assert data["word_count"] == shown["document"][key]["word_count"]
+                found += [(tool, key, v) for v in violations(data, WORLD.today)]
+    assert not found, found[:4]

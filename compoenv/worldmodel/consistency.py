@@ -735,10 +735,18 @@ def _steps(keys: tuple[str, ...]) -> frozenset[str]:
 
 
 def _mend_text(record: dict[str, Any], put: Any, pinned: Any) -> None:
-    text = next((record[k] for k in _TEXT if isinstance(record.get(k), str)), None)
-    if text is None:
+    field = next((k for k in _TEXT if isinstance(record.get(k), str)), None)
+    if field is None:
         return
-    if _num(record.get("word_count")) and "word_count" not in pinned:
+    text = record[field]
+    count = record.get("word_count")
+    if _num(count) and "word_count" in pinned and field not in pinned \
+            and isinstance(count, int) and 0 <= count != _words(text):
+        # a count shown before and a fresh text: the text is as long as the count says
+        words = text.split() or ["note"]
+        if put(field, " ".join(words[i % len(words)] for i in range(count))):
+            text = record[field]
+    if _num(count) and "word_count" not in pinned:
         put("word_count", _words(text))
     for key in ("char_count", "character_count", "characters"):
         if _num(record.get(key)) and key not in pinned:
