@@ -91,7 +91,7 @@ def audit(task: Task, tally: Counter[str]) -> bool:
         for line in differ if os.environ.get("BENCH_WORLD_SHOW") else ():
             log(f"{call.name}: {line}")
     score = score_rubric(task.rubric, Outcome(session, oracle_message(task),
-                                              task.instruction)).score
+                                              task.instruction)).rubric_score
     return score >= 1.0 - 1e-9
 
 

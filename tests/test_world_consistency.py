@@ -18,8 +18,9 @@ from compoenv.crud import next_id
 from compoenv.registry import Registry
 from compoenv.world import World
 from compoenv.worldmodel import SimulatedService
-from compoenv.worldmodel.consistency import (INVARIANTS, created_before, kind_of, makes_new,
-                                             reconcile, review, stamped, violations)
+from compoenv.worldmodel.consistency import (INVARIANTS, PROTECTED, created_before, id_field,
+                                             key_param, kind_of, makes_new, reconcile, review,
+                                             stamped, violations)
 from compoenv.worldmodel.offline import collection_of, example_arguments
 from compoenv.worldmodel.offline import OfflineWorldModel
 from compoenv.worldmodel.simulator import Simulator
@@ -176,3 +177,199 @@ def test_violations_name_each_invariant():
     assert violations({"amount": 2, "value": 100.0, "fee": 40.0})
     assert not violations({"quantity": 2, "unit_price": 3.5, "total": 7.7, "tax": 0.7},
                           WORLD.today, WORLD)
+
+
+# -- a record named by its key is that record ------------------------------------------------
+
+SPEC_SERVICES = sorted({SPECS[n].service for n in NAMES})
+_TEXT_COUNTS = frozenset({"word_count", "char_count"})  # what follows from a write's text
+
+
+def _listed(data: Any) -> list[Any]:
+    """The records a list or a page of them shows."""
+    if isinstance(data, list):
+        return data
+    if isinstance(data, dict):
+        return next((v for v in data.values() if isinstance(v, list) and v
+                     and all(isinstance(x, dict) for x in v)), [])
+    return []
+
+
+def _kind(spec: Any) -> str:
+    return kind_of(collection_of(spec.name, spec.returns))
+
+
+def _shown(service_name: str, seed: int) -> tuple[Any, dict[str, dict[Any, dict[str, Any]]]]:
+    """An episode in World ``seed`` after every read of the service (two argument draws
+    each), and the records its lists showed: kind -> key -> fields."""
+    service = REGISTRY.get(service_name).create(World.get(seed))
+    service.simulator = Simulator(OfflineWorldModel())
+    shown: dict[str, dict[Any, dict[str, Any]]] = {}
+    for spec in service.tool_specs().values():
+        if not spec.read_only:
+            continue
+        kind = _kind(spec)
+        for draw in (0, 1):
+            result = service.call(spec.name, example_arguments(spec, service.world, draw))
+            for record in _listed(result.get("data")) if result["success"] else ():
+                field = id_field(record, kind)
+                if field is not None:
+                    shown.setdefault(kind, {}).setdefault(record[field], dict(record))
+    return service, shown
+
+
+def _naming_tools(service_name: str) -> list[tuple[Any, str, str]]:
+    """(spec, key parameter, kind) of each tool that names one record of its kind by its key
+    and answers a record of that kind."""
+    out = []
+    for spec in REGISTRY.get(service_name).tool_specs().values():
+        kind = _kind(spec)
+        param = key_param(spec.name, spec.parameters, kind)
+        props = spec.returns.get("properties") or {}
+        if param is not None and spec.returns.get("type") == "object" \
+                and {"id", f"{kind}_id", param} & set(props):
+            out.append((spec, param, kind))
+    return out
+
+
+def named_wrongly(service_name: str, seed: int) -> tuple[int, list[tuple[str, Any, str]]]:
+    """Each tool naming one record by its key, called (in an episode of its own) with the
+    keys of two records the episode's lists showed: how many calls, and each answer that is
+    not that record (its id, or a field shown before that the call did not change)."""
+    calls, wrong = 0, []
+    _, shown = _shown(service_name, seed)
+    for spec, param, kind in _naming_tools(service_name):
+        for key in list(shown.get(kind, {}))[:2]:
+            service, now = _shown(service_name, seed)  # no other write came first
+            record = now[kind][key]
+            required = spec.parameters.get("required") or ()
+            args = {a: v for a, v in example_arguments(spec, service.world, 5).items()
+                    if a in required}
+            args[param] = key
+            result = service.call(spec.name, args)
+            calls += 1
+            if not result["success"]:
+                error = result["error"]
+                if not (error["code"] == 409 and "already" in error["message"]):
+                    wrong.append((spec.name, key, f"failed: {error}"))  # not: cancelled twice
+                continue
+            data = result["data"]
+            field = param if param in data else id_field(data, kind)
+            if field is None or data[field] != key:
+                wrong.append((spec.name, key, f"answered {field}={data.get(field or '')!r}"))
+                continue
+            if field != id_field(data, kind):
+                continue  # a record of its own that refers to the one named (a cookbook entry)
+            decided = set(args) | (PROTECTED | _TEXT_COUNTS if not spec.read_only else set())
+            differ = [(f, v, data[f]) for f, v in record.items() if f in data
+                      and f not in decided and isinstance(v, (str, int, float, bool))
+                      and data[f] != v]
+            if differ:
+                wrong.append((spec.name, key, f"differs: {differ[:3]}"))
+                continue
+            gets = [s for s, _, k in _naming_tools(service_name) if k == kind and s.read_only]
+            if gets and not spec.read_only and not spec.name.startswith(("delete_", "remove_")):
+                # a write's record is what a read of it finds from then on
+                again = service.call(gets[0].name, {param if param in (gets[0].parameters.get(
+                    "required") or ()) else key_param(gets[0].name, gets[0].parameters,
+                                                      kind): key})
+                if again["success"] and again["data"] != {**again["data"], **{
+                        k: v for k, v in data.items() if k in again["data"]}}:
+                    wrong.append((spec.name, key, "a read after it says otherwise"))
+    return calls, wrong
+
+
+@pytest.mark.parametrize("service_name", SPEC_SERVICES)
+def test_a_shown_record_named_by_its_key_answers_as_itself(service_name: str) -> None:
+    calls, wrong = 0, []
+    for seed in (0, 3, 7):
+        made, found = named_wrongly(service_name, seed)
+        calls, wrong = calls + made, wrong + found
+    assert not wrong, wrong[:4]
+
+
+def test_every_kind_of_named_call_is_checked() -> None:
+    checked = {spec.qualified_name for name in SPEC_SERVICES
+               for spec, _, kind in _naming_tools(name)}
+    assert len(checked) > 60
+    assert {"helpdesk__get_ticket", "helpdesk__update_ticket", "project_tracker__update_task",
+            "reviews__get_review", "crm__delete_lead"} <= checked
+
+
+@pytest.mark.parametrize("service_name", SPEC_SERVICES)
+def test_a_key_never_shown_answers_as_itself_or_not_found(service_name: str) -> None:
+    service, shown = _shown(service_name, 3)
+    wrong = []
+    for spec, param, kind in _naming_tools(service_name):
+        known = [k for k in shown.get(kind, {}) if isinstance(k, str)]
+        if not known or not spec.read_only:
+            continue
+        key = next(k for k in (known[0][:-4] + f"{n:04d}" for n in range(17, 9999, 331))
+                   if k not in shown[kind])
+        result = service.call(spec.name, {**{a: v for a, v in example_arguments(
+            spec, service.world, 5).items() if a in (spec.parameters.get("required") or ())},
+            param: key})
+        if result["success"]:
+            data = result["data"]
+            field = param if param in data else id_field(data, kind)
+            if field is None or data[field] != key:
+                wrong.append((spec.name, key, data.get(field or "")))
+        elif result["error"]["code"] != 404:
+            wrong.append((spec.name, key, result["error"]))
+    assert not wrong, wrong[:4]
+
+
+def test_tickets_a_search_showed_are_got_and_solved_as_themselves():
+    from compoenv.session import Session
+
+    session = Session.for_names(["helpdesk", "project_tracker"], World.get(3), REGISTRY, None)
+    found = session.call("helpdesk__search_tickets",
+                         {"customer_email": "sami.baker@tidalstudios.com"})["data"]
+    assert [t["id"] for t in found] == ["TKT-1523", "TKT-4889", "TKT-3961"]
+    for ticket in found:
+        got = session.call("helpdesk__get_ticket", {"ticket_id": ticket["id"]})["data"]
+        assert got == {**got, **ticket}  # the same id, the fields the search showed
+    solved = session.call("helpdesk__update_ticket", {"ticket_id": "TKT-1523",
+                                                       "status": "solved"})["data"]
+    assert solved == {**found[0], "status": "solved"}
+    assert session.call("helpdesk__get_ticket", {"ticket_id": "TKT-1523"})["data"] == solved
+    # keys no read showed answer as themselves too, and stay so
+    assert session.call("helpdesk__update_ticket", {"ticket_id": "TKT-5986", "status": "solved"}
+                        )["data"]["id"] == "TKT-5986"
+    assert session.call("helpdesk__get_ticket", {"ticket_id": "TKT-5986"}
+                        )["data"]["status"] == "solved"
+    task = session.call("project_tracker__update_task", {"task_id": "TSK-3051",
+                                                         "status": "done"})["data"]
+    assert task["id"] == "TSK-3051"
+    assert session.call("project_tracker__get_task", {"task_id": "TSK-3051"})["data"] == task
+
+
+def test_a_shown_record_deleted_stays_gone():
+    service, shown = _shown("reviews", 0)
+    key = next(iter(shown["review"]))
+    assert service.call("get_review", {"review_id": key})["data"]["id"] == key
+    assert service.call("delete_review", {"review_id": key})["success"]
+    assert service.call("get_review", {"review_id": key})["error"]["code"] == 404
+
+
+def test_a_shown_document_given_new_content_counts_its_words():
+    service, shown = _shown("docs_editor", 0)
+    key = next(k for k in shown["document"] if k not in service.state.records["document"])
+    text = "One two three four five six seven eight nine ten eleven."
+    made = service.call("update_document", {"document_id": key, "content": text})["data"]
+    assert (made["id"], made["content"], made["word_count"]) == (key, text, 11)
+    assert not violations(made, WORLD.today)
+    assert service.call("get_document", {"document_id": key})["data"] == made
+
+
+def test_a_shown_document_read_or_shared_keeps_its_count_and_a_text_that_fits_it():
+    found = []
+    for seed in (0, 3, 7):
+        service, shown = _shown("docs_editor", seed)
+        for key in [k for k in shown["document"] if k not in service.state.records["document"]]:
+            for tool, more in (("get_document", {}), ("share_document", {
+                    "email": "ada.kim@example.com", "role": "viewer"})):
+                data = service.call(tool, {"document_id": key, **more})["data"]
+                assert data["word_count"] == shown["document"][key]["word_count"]
+                found += [(tool, key, v) for v in violations(data, WORLD.today)]
+    assert not found, found[:4]

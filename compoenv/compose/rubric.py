@@ -137,7 +137,15 @@ def _state_criteria(service: str, session: Session, walk: Walk,
             steps = writers.get((collection, key), every)
             given = _Given(_step_given(walk, steps, free))
             record = record_dict(after[key])
-            match = {f: v for f, v in record.items() if v != key and given.fixed(f, v, simulated)}
+            # a key the world model drew is its choice (later writes naming it included); one
+            # the first write of the record named is the request's (an update of a record a
+            # read of the world model showed, which the store then holds: the ticket the
+            # search found, not another)
+            first = walk.steps[min(steps)] if (collection, key) in writers else None
+            named_key = first is not None and _among(key, [
+                v for v in first.arguments.values() if isinstance(v, (str, int))])
+            match = {f: v for f, v in record.items() if (v != key and given.fixed(f, v, simulated))
+                     or (named_key and v == key and not isinstance(v, bool))}
             out.append(StateCriterion(
                 id="", service=service, collection=collection, match=match, distinct=True,
                 standing=not undone(record),

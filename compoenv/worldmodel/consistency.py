@@ -7,8 +7,10 @@ Two halves, shared by the simulator, the ``verify`` check, the tests and ``bench
   kind (the noun of the list that holds it, or of the tool that returned it) and the record
   holding it. ``reconcile`` makes an answer agree with what the episode was shown before: a
   field shown before keeps its value (a fresh draw gives way), a field not shown before is
-  added to what is remembered. A write's own decisions (its arguments, the status it leaves,
-  the time it was made) are not overruled: they are the change, remembered from then on.
+  added to what is remembered. A tool naming one record by its key (``key_param``) answers
+  that record: its id is the key asked for (``simulator.recall``). A write's own decisions
+  (its arguments, the status it leaves, the time it was made) are not overruled: they are the
+  change, remembered from then on.
 * **Invariants.** ``violations`` lists what a record says that cannot be true of one thing:
   amounts that do not multiply, percentiles out of order, a part above its total, a count
   beside a list it does not count, a word count that does not follow the text, a failed status
@@ -30,7 +32,7 @@ from typing import Any
 from compoenv.schema import is_valid
 
 __all__ = ["FAILED", "CHANGES", "makes_new", "kind_of", "identity", "shown_records", "review",
-           "refer",
+           "refer", "key_param", "named", "id_field",
            "mend", "reconcile", "remembered", "remember", "stamped", "violations",
            "creates", "created_before", "INVARIANTS", "WRITE_MADE", "PROTECTED", "Recall"]
 
@@ -98,6 +100,38 @@ def _id_field(record: Mapping[str, Any], kind: str) -> str | None:
     if isinstance(record.get(own), (str, int)) and not isinstance(record.get(own), bool):
         return own
     return None  # a policy_id in a payment names the policy, not the payment
+
+
+_VERB = re.compile(r"^[a-z]+_")
+
+
+def key_param(tool: str, parameters: Mapping[str, Any], kind: str) -> str | None:
+    """The required parameter by which a tool names the one record of ``kind`` it reads,
+    changes or removes: ``id``, ``<kind>_id`` or ``<noun>_id`` (the tool's noun:
+    ``get_parking_reservation(reservation_id)``, ``get_expense_report(expense_report_id)``);
+    None for a tool that names no record of its own kind (``add_ticket_comment(ticket_id)``
+    makes a comment)."""
+    required = parameters.get("required") or ()
+    noun = _VERB.sub("", tool)
+    for param in ("id", f"{kind}_id", f"{noun}_id", f"{_singular(noun)}_id"):
+        if param in required:
+            return param
+    return None
+
+
+def id_field(record: Mapping[str, Any], kind: str) -> str | None:
+    """The field holding the record's own id (``id``, else ``<kind>_id``), if it has one."""
+    return _id_field(record, kind)
+
+
+def named(record: Any, kind: str, key: Any, param: str | None = None) -> bool:
+    """Whether ``record`` is the record of ``kind`` whose key is ``key``: by the field of the
+    key parameter's name where it has one (a cookbook entry's ``recipe_id``), else by its
+    own id."""
+    if not isinstance(record, Mapping):
+        return False
+    field = param if param is not None and param in record else _id_field(record, kind)
+    return field is not None and str(record[field]).strip() == str(key).strip()
 
 
 def identity(record: Mapping[str, Any], kind: str, scope: str = "") -> tuple[str, ...]:
@@ -224,9 +258,12 @@ def _walk(node: Any, schema: Any, kind: str, recall: Recall, protected: frozense
     keys = identity(node, kind, scope)
     if keys and not trust:
         entry = remembered(recall, keys)
+        # a text a write gives (a document's new content) brings its counts with it
+        follows = _TEXT_COUNTS if protected and not protected.isdisjoint(_TEXT) else ()
         if entry is not None:
             for field, value in node.items():
-                if field in protected or field not in entry[1] or not isinstance(value, _SCALAR):
+                if field in protected or field in follows or field not in entry[1] \
+                        or not isinstance(value, _SCALAR):
                     continue
                 known = entry[1][field]
                 if known != value and isinstance(known, _SCALAR) and field in props \
@@ -235,7 +272,7 @@ def _walk(node: Any, schema: Any, kind: str, recall: Recall, protected: frozense
                         out = dict(node)
                     out[field] = known
         if out is not None:  # the fresh fields beside the remembered ones follow them
-            _follow(out, props, set(entry[1]) | protected, keys[0])
+            _follow(out, props, (set(entry[1]) - set(follows)) | protected, keys[0])
     if not trust:
         referred = refer(out if out is not None else node, props, kind, recall, protected)
         if referred is not None:
@@ -368,6 +405,7 @@ FAILED = frozenset({"failed", "failure", "error", "errored", "declined", "reject
                      "denied", "refused", "unsuccessful", "bounced", "invalid"})
 _EMPLOYER = ("employer", "company", "organization", "organisation", "company_name")
 _TEXT = ("body", "content", "text", "description", "message", "transcript")
+_TEXT_COUNTS = frozenset({"word_count", "char_count", "character_count", "characters"})
 
 
 def _num(value: Any) -> bool:
@@ -697,10 +735,18 @@ def _steps(keys: tuple[str, ...]) -> frozenset[str]:
 
 
 def _mend_text(record: dict[str, Any], put: Any, pinned: Any) -> None:
-    text = next((record[k] for k in _TEXT if isinstance(record.get(k), str)), None)
-    if text is None:
+    field = next((k for k in _TEXT if isinstance(record.get(k), str)), None)
+    if field is None:
         return
-    if _num(record.get("word_count")) and "word_count" not in pinned:
+    text = record[field]
+    count = record.get("word_count")
+    if _num(count) and "word_count" in pinned and field not in pinned \
+            and isinstance(count, int) and 0 <= count != _words(text):
+        # a count shown before and a fresh text: the text is as long as the count says
+        words = text.split() or ["note"]
+        if put(field, " ".join(words[i % len(words)] for i in range(count))):
+            text = record[field]
+    if _num(count) and "word_count" not in pinned:
         put("word_count", _words(text))
     for key in ("char_count", "character_count", "characters"):
         if _num(record.get(key)) and key not in pinned:

@@ -27,7 +27,8 @@ from compoenv.schema import is_valid
 from compoenv.schema_check import check_for
 from compoenv.world import Business, Person, World
 from compoenv.worldmodel.base import ToolAnswer, ToolRequest, WorldModelError
-from compoenv.worldmodel.consistency import FAILED, makes_new
+from compoenv.worldmodel.consistency import (FAILED, id_field, key_param, kind_of, makes_new,
+                                             named)
 from compoenv.worldmodel.coherence import (RecordPlan, Targets, first_branch, record_plan,
                                            request_plan, settle, targets)
 
@@ -296,7 +297,8 @@ class _Maker:
         field of its interface; else an optional filter's field of the same interface and
         role), and how many fields of each interface echo."""
         args = self.args
-        asked = f"{self.noun}_id"
+        asked = key_param(self.request.spec.name, self.request.spec.parameters,
+                          kind_of(self.noun)) or f"{self.noun}_id"
         if answer and "id" in plan.props and "id" not in args and isinstance(args.get(asked),
                                                                               str):
             args = {**args, "id": args[asked]}
@@ -989,7 +991,13 @@ class OfflineWorldModel:
         required = spec.parameters.get("required") or ()
         salt = (request.world.seed, spec.qualified_name,
                 {k: v for k, v in request.arguments.items() if k in required})
-        key = _key_of(data, request.arguments, stored, collection, salt)
+        param = key_param(spec.name, spec.parameters, kind_of(collection))
+        asked = request.arguments.get(param) if param is not None else None
+        if param in data and param != id_field(data, kind_of(collection)):
+            asked = None  # a record of its own that refers to that one (a cookbook entry)
+        # a write naming a record by its key changes that record, stored or shown by a read
+        key = str(asked) if isinstance(asked, (str, int)) and not isinstance(asked, bool) \
+            else _key_of(data, request.arguments, stored, collection, salt)
         existing = stored.get(key)
         if existing is not None:  # an update keeps what it does not change
             data = {**existing, **{k: v for k, v in request.arguments.items() if k in existing}}
@@ -997,6 +1005,10 @@ class OfflineWorldModel:
             if maker.status and "status" in data and "enum" in status:  # cancel_, close_
                 ended = [v for v in status["enum"] if str(v).lower().startswith(maker.status)]
                 data["status"] = ended[0] if ended else data["status"]
+        elif asked is not None and "id" in data:
+            if not named(data, kind_of(collection), asked, param) and _fits(asked, (
+                    returns.get("properties") or {}).get("id") or {}, memo=False):
+                data["id"] = asked
         elif "id" in data and isinstance(data["id"], str) and not _fits_key(data, returns):
             data["id"] = key
         if not _fits(data, returns):
@@ -1021,8 +1033,18 @@ class OfflineWorldModel:
             generated = maker.value(returns, "", maker.person())
             room = max(0, most - len(kept))
             return generated[:room] + kept  # what was there stays; stored records follow
-        named = {str(v) for v in args.values()}  # once, not once per stored record
-        by_key = [r for k, r in stored.items() if k in named]
+        spec = maker.request.spec
+        kind = kind_of(maker.noun)
+        param = key_param(spec.name, spec.parameters, kind)
+        if param is not None and param in args:
+            # a read of one record by its key: that record, never another that happens to
+            # match (a stored record holds no ``ticket_id`` to disagree with); one not
+            # stored is made under the key asked for (``echoes``)
+            asked = str(args[param])
+            matching = [r for k, r in stored.items() if k == asked
+                        or named(r, kind, asked, param)]
+        said = {str(v) for v in args.values()}  # once, not once per stored record
+        by_key = [r for k, r in stored.items() if k in said]
         for record in by_key + matching:
             if _fits(record, returns):
                 return record

@@ -16,7 +16,8 @@ from compoenv.schema import is_valid, validator_for
 from compoenv.service import Service, ToolError, ToolSpec
 from compoenv.world import DEFAULT_TODAY, World
 from compoenv.worldmodel.base import SimState, ToolAnswer, ToolRequest, WorldModel, WorldModelError
-from compoenv.worldmodel.consistency import identity, kind_of, makes_new, reconcile, stamped
+from compoenv.worldmodel.consistency import (identity, key_param, kind_of, makes_new, named,
+                                             reconcile, stamped)
 from compoenv.worldmodel.offline import collection_of
 
 __all__ = ["Simulator", "default_simulator", "recall", "request_key", "CACHE_BYTES"]
@@ -365,6 +366,9 @@ def recall(service: Service, spec: ToolSpec, arguments: dict[str, Any], answer: 
     shown = service.writable_state().shown  # type: ignore[attr-defined]
     write = not spec.read_only
     data = answer.data
+    if not trust:
+        data = _as_named(spec, arguments, kind, data)
+    drawn = answer.data if data is not answer.data else None  # a record under another id
     if write and not trust and makes_new(spec.name) and isinstance(data, dict) \
             and not any(k in shown for k in identity(data, kind)):
         data = stamped(data, spec.returns, service.world.now)
@@ -373,12 +377,51 @@ def recall(service: Service, spec: ToolSpec, arguments: dict[str, Any], answer: 
     moved = moved or data is not answer.data
     patch = answer.patch
     if patch and write and not trust:
+        if drawn is not None:  # the named record is stored under its key, not a drawn one
+            patch = {collection: {_rekeyed(key, record, drawn, data, kind): (
+                {**record, **{k: v for k, v in data.items() if k in record}}
+                if isinstance(record, dict) and _same_id(record, drawn, kind) else record)
+                for key, record in changes.items()} for collection, changes in patch.items()}
         patch = {collection: {key: _as_shown(record, data, kind, shown)
                               for key, record in changes.items()}
                  for collection, changes in patch.items()}
     if not moved and patch is answer.patch:
         return answer
     return ToolAnswer(data, patch, answer.source)
+
+
+def _same_id(record: Any, other: Any, kind: str) -> bool:
+    ids = identity(other, kind) if isinstance(other, dict) else ()
+    return bool(ids) and isinstance(record, dict) and identity(record, kind)[:1] == ids[:1]
+
+
+def _rekeyed(key: str, record: Any, drawn: Any, data: Any, kind: str) -> str:
+    """A patch's key for ``record``: the named record's key where the model drew another."""
+    if not _same_id(record, drawn, kind):
+        return key
+    field = "id" if "id" in data else f"{kind}_id"
+    return str(data.get(field, key))
+
+
+def _as_named(spec: ToolSpec, arguments: dict[str, Any], kind: str, data: Any) -> Any:
+    """A tool that names one record by its key (``get_ticket(ticket_id)``) answers that
+    record: its own id is the key asked for (then ``reconcile`` finds what was shown of
+    it), whatever id a model drew."""
+    param = key_param(spec.name, spec.parameters, kind)
+    if param is None or not isinstance(data, dict) or param not in arguments \
+            or named(data, kind, arguments[param], param):
+        return data
+    key = arguments[param]
+    props = (spec.returns.get("properties") or {}) if isinstance(spec.returns, dict) else {}
+    # the field of the key's name (a cookbook entry's recipe_id: the entry has an id of its
+    # own), else the record's own id
+    for field in (param, "id", f"{kind}_id"):
+        if field in data and not isinstance(data[field], (dict, list, bool)):
+            value = key if is_valid(key, props.get(field) or {}) else str(key)
+            if is_valid(value, props.get(field) or {}):
+                return {**data, field: value}
+            return data
+    return data
 
 
 def _as_shown(record: Any, data: Any, kind: str, shown: dict[str, Any]) -> Any:

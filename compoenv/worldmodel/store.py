@@ -31,7 +31,7 @@ from compoenv.service import Service, ToolError, ToolResult, ToolSpec, ok
 from compoenv.world import World
 from compoenv.worldmodel.base import SimState, ToolAnswer, ToolRequest
 from compoenv.worldmodel.coherence import record_plan, request_plan, settle, targets
-from compoenv.worldmodel.consistency import kind_of, refer, stamped
+from compoenv.worldmodel.consistency import identity, kind_of, refer, remembered, stamped
 from compoenv.worldmodel.offline import OfflineWorldModel
 from compoenv.worldmodel.simulator import recall
 from compoenv.worldmodel.resources import (LIMIT_PARAMS, QUERY_PARAMS, Operation, Resource,
@@ -87,7 +87,8 @@ def _same(stored: Any, wanted: Any) -> bool:
 
 
 class _Unheld(Exception):
-    """A key an open resource does not hold: the world model is asked."""
+    """A key the store does not hold but the world model may answer: one an open resource's
+    search found, or one a read the world model answers showed. The world model is asked."""
 
 
 def _read_name(resource: Resource) -> str:
@@ -99,6 +100,26 @@ def _read_name(resource: Resource) -> str:
 def _gone(resource: Resource) -> str:
     """The collection of an open resource's deleted keys (no world model reads it)."""
     return f"{resource.collection}#deleted"
+
+
+def _gone_shown(resource: Resource, key: str) -> str:
+    """Where a closed resource's deleted key is remembered: beside what the episode was shown
+    (``SimState.shown``, no collection: the state's version sees the records alone)."""
+    return f"gone\x1f{resource.collection}\x1f{key}"
+
+
+def _deleted(state: SimState, resource: Resource, key: str) -> bool:
+    """Whether the episode deleted the record of this key."""
+    return key in state.records.get(_gone(resource), {}) \
+        or _gone_shown(resource, key) in state.shown
+
+
+def _was_shown(shown: Mapping[str, Any] | None, resource: Resource, key: Any) -> bool:
+    """Whether the episode was shown the record of this key (``SimState.shown``)."""
+    if not shown:
+        return False
+    keys = identity({resource.key: key}, kind_of(resource.name))
+    return bool(keys) and remembered(shown, keys[:1]) is not None
 
 
 def _shown(data: Any, op: Operation) -> Any:
@@ -188,12 +209,13 @@ class ResourceStore:
         state = service.state
         assert isinstance(state, SimState)
         stored = state.records[resource.collection]
-        gone = state.records.get(_gone(resource))
+        gone = {str(k): True for k in arguments.values() if isinstance(k, (str, int))
+                and _deleted(state, resource, str(k))}  # the keys it names that were deleted
         world, write = service.world, None
         if op.kind == "list":
             data = self._list(world, spec, op, resource, stored, arguments)
         elif op.kind == "get":
-            data = self._get(resource, stored, arguments[op.param or ""], gone)
+            data = self._get(resource, stored, arguments[op.param or ""], gone, state.shown)
         elif op.kind == "create":
             made = self._create(world, spec, resource, stored, arguments, state.shown)
             if made is None:
@@ -201,13 +223,16 @@ class ResourceStore:
             write, data = made, made[1]
         elif op.kind == "delete":
             key = str(arguments[op.param or ""])
-            data = self._get(resource, stored, key, gone)
+            record = data = self._get(resource, stored, key, gone, state.shown)
             write = (key, None)
             if not op.returns_record:  # a status of the deletion: what the world model says
                 data = _generated(ToolRequest(spec, arguments, world, {}, _seed_of(
                     world.seed, spec.name, arguments)))
+                if isinstance(data, dict) and isinstance(record, dict):
+                    # of the record deleted, as it is: its id and the fields it shows
+                    data = {**data, **{k: v for k, v in record.items() if k in data}}
         else:
-            data = self._update(spec, op, resource, stored, arguments, gone)
+            data = self._update(spec, op, resource, stored, arguments, gone, state.shown)
             write = (str(arguments[op.param or ""]), data)
         if op.view:  # a view of the records: the fields it shows
             data = _shown(data, op)
@@ -217,10 +242,25 @@ class ResourceStore:
             self._store(service, resource, *write)
         return ToolAnswer(data, source="state")
 
+    def forget(self, service: Service, spec: ToolSpec, arguments: dict[str, Any]) -> None:
+        """After the world model deleted a record the store did not hold: it stays gone."""
+        found = self.by_tool.get(spec.name)
+        if found is None or found[1].kind != "delete" or not isinstance(service.state, SimState):
+            return
+        resource, op = found
+        key = str(arguments.get(op.param or ""))
+        if resource.collection in service.state.records \
+                and not _deleted(service.state, resource, key):
+            self._store(service, resource, key, None)
+
     def _get(self, resource: Resource, stored: Mapping[str, Any], key: Any,
-             gone: Mapping[str, Any] | None = None) -> Any:
-        if resource.open and str(key) not in stored and str(key) not in (gone or {}):
-            raise _Unheld  # one the world model may have shown (and not deleted): asked of it
+             gone: Mapping[str, Any] | None = None, shown: Mapping[str, Any] | None = None
+             ) -> Any:
+        if str(key) not in stored and str(key) not in (gone or {}) and (
+                resource.open or _was_shown(shown, resource, key)):
+            # one the world model may have shown (and not deleted), or did show (a read the
+            # store does not answer: reviews by business): asked of it, it answers that one
+            raise _Unheld
         return get_or_404(stored, str(key), resource.name.replace("_", " "))
 
     def _list(self, world: World, spec: ToolSpec, op: Operation, resource: Resource,
@@ -311,10 +351,10 @@ class ResourceStore:
         return None
 
     def _update(self, spec: ToolSpec, op: Operation, resource: Resource, stored: Mapping[str, Any],
-                arguments: dict[str, Any], gone: Mapping[str, Any] | None
-                ) -> dict[str, Any] | None:
+                arguments: dict[str, Any], gone: Mapping[str, Any] | None,
+                shown: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
         key = arguments[op.param or ""]
-        record = self._get(resource, stored, key, gone)
+        record = self._get(resource, stored, key, gone, shown)
         fields = resource.record.get("properties") or {}
         changes = {k: v for k, v in arguments.items()
                    if k in fields and k not in (op.param, resource.key)}
@@ -341,8 +381,12 @@ class ResourceStore:
         collection = dict(records.get(resource.collection) or {})
         if record is None:
             collection.pop(key, None)
-            if resource.open:  # the world model is not asked about it again: it is gone
+            # the world model is not asked about it again (an open resource's, or one shown
+            # by a read the world model answers): it is gone
+            if resource.open:
                 records[_gone(resource)] = {**records.get(_gone(resource), {}), key: {"id": key}}
+            else:
+                state.shown[_gone_shown(resource, key)] = ((), {})
         else:
             collection[key] = record
         records[resource.collection] = collection
@@ -360,7 +404,9 @@ class StatefulResources:
     def _simulated(self, spec: ToolSpec, arguments: dict[str, Any]) -> ToolResult:
         answer = self._store.answer(self, spec, arguments)  # type: ignore[arg-type]
         if answer is None:
-            return super()._simulated(spec, arguments)  # type: ignore[misc]
+            result = super()._simulated(spec, arguments)  # type: ignore[misc]
+            self._store.forget(self, spec, arguments)  # type: ignore[arg-type]
+            return result
         # the records are the truth: what they show is remembered, other answers agree
         return ok(recall(self, spec, arguments, answer, trust=True).data)  # type: ignore[arg-type]
 
