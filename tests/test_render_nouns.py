@@ -221,6 +221,7 @@ def test_a_record_the_job_made_beside_one_it_found_is_asked_for_as_the_new_one()
     from compoenv.compose import Composer
     from compoenv.cli.common import composer_config
     from compoenv.compose.records import Rejected
+    from compoenv.reward import scalars
 
     composer, seen = Composer(config=composer_config(scenarios="all", distractors=10)), 0
     for seed in range(240):
@@ -230,7 +231,10 @@ def test_a_record_the_job_made_beside_one_it_found_is_asked_for_as_the_new_one()
             continue
         for ask, binding in zip(walk.asks, walk.reports):
             step = walk.steps[binding.source]
-            made = any(k == "created" for _, _, k in walk.effects.get(binding.source, []))
+            shown = {str(v) for s in walk.steps[:binding.source] if s.spec.read_only
+                     for v in scalars(s.result)}
+            made = any(k == "created" and key not in shown
+                       for _, key, k in walk.effects.get(binding.source, []))
             found_alike = any(s.spec.read_only and noun(s.spec) == noun(step.spec)
                               for s in walk.steps[:binding.source])
             if ask.endswith("'s id") and not step.spec.read_only and made and found_alike:
