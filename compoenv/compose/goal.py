@@ -21,7 +21,7 @@ from typing import Any
 from compoenv.compose.config import GUIDANCE
 from compoenv.compose.labels import fix_articles, plural, singular
 from compoenv.compose.records import Binding, Walk
-from compoenv.compose.render import NAMED, identifies, noun, owner_reference, phrase, reference, \
+from compoenv.compose.render import NAMED, PEOPLE, identifies, noun, owner_reference, phrase, reference, \
     report_sentences, with_rules
 from compoenv.schema import free_text
 
@@ -492,9 +492,11 @@ _SOMEONES_NAME = re.compile(r"\bthe ((?:[a-z]+ )?[a-z]+)'s name\b(?! \()")
 
 
 _POSSESSOR = re.compile(r"\bthe ((?:[a-z]+ )?[a-z]+)'s (?=[a-z])")
-_PEOPLE = frozenset({"candidate", "contact", "lead", "guest", "customer", "employee",
-                     "author", "journalist", "agent", "owner", "manager", "maintainer",
-                     "respondent", "assignee", "reviewer", "patient", "applicant", "member"})
+
+
+# whose things are "theirs": people, and the roles a record names someone by
+_THEIRS = PEOPLE | {"author", "owner", "manager", "maintainer", "respondent", "assignee",
+                    "reviewer", "applicant", "member"}
 
 
 def _pronouns(sentence: str) -> str:
@@ -506,7 +508,7 @@ def _pronouns(sentence: str) -> str:
         owner = m.group(1)
         if owner == last:
             out.append(sentence[at:m.start()])
-            out.append("their " if owner.split()[-1] in _PEOPLE else "its ")
+            out.append("their " if owner.split()[-1] in _THEIRS else "its ")
             at = m.end()
         last = owner
     return "".join(out) + sentence[at:]

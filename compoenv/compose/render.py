@@ -70,8 +70,8 @@ def reference(spec: ToolSpec, path: tuple[str, ...], interface: str | None) -> s
 
 _WHO = frozenset({"PersonName", "EmailAddress", "OrganizationName"})
 # records that are someone (not a profile or an account of them): "the developer"
-_PEOPLE = frozenset({"developer", "journalist", "person", "user", "lead", "candidate",
-                     "employee", "contact", "customer", "patient", "guest", "agent", "trainer"})
+PEOPLE = frozenset({"developer", "journalist", "person", "user", "lead", "candidate",
+                    "employee", "contact", "customer", "patient", "guest", "agent", "trainer"})
 _OWN = frozenset({"name", "email"})
 # "look up the contact whose email is {email}" needs the address itself, not its owner
 _SAYS_WHICH = re.compile(r"(?:email|name|named|called|address|is) $")
@@ -97,7 +97,7 @@ def _who(spec: ToolSpec, binding: Binding, full: str) -> str | None:
         return None
     if role == "press":  # a company's press desk
         return f"the {owner} contact" if owner.endswith("press") else None
-    if "'s " in owner or owner.split()[-1] in (who.split()[-1], *_PEOPLE):
+    if "'s " in owner or owner.split()[-1] in (who.split()[-1], *PEOPLE):
         return f"the {owner}"  # the account's manager, the candidate, the journalist contact
     return None
 

@@ -256,7 +256,7 @@ def _uncovered(walk: Walk, criteria: list[Criterion],
     return out
 
 
-MIN_MESSAGE_WORDS = 6  # "Happy holidays!" is no message about a booking; any real one is longer
+MIN_MESSAGE_WORDS = 4  # "Happy holidays!" is no message about a booking; any real one is longer
 
 
 def _answer_criteria(walk: Walk, answers: list[str], world: World,
