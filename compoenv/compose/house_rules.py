@@ -448,8 +448,8 @@ def never(walker: Any, picks: list[tuple[int, int]], rng: random.Random) -> Draf
     if not options:
         return None
     service, collection, key, thing = rng.choice(sorted(set(options)))
-    text = (f"The {thing} {key} in {service_label(session.classes, service)} also fits, but it "
-            f"is not the one this job is about: leave it as it is.")
+    text = (f"Leave the {thing} {key} in {service_label(session.classes, service)} as it is: "
+            f"it looks like a match, but it is not the one I mean.")
     guard = UnchangedCriterion(id="", service=service, collection=collection, keys=[key],
                                weight=1.0,
                                description=f"House rule: the {thing} {key} in {service} (a "
