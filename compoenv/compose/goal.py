@@ -474,7 +474,7 @@ def render_goal(walk: Walk, context: str | None = None, hints: int = 0,
 
 # a title a house rule fixes is the rule's to state, not each request's ("an event titled per
 # the naming rule", "(memo per the naming rule)")
-_PER_RULE = re.compile(r" \((?:[a-z]+ ){0,2}%s\)| (?:titled|called|named) %s" % ((NAMED,) * 2))
+_PER_RULE = re.compile(r" \((?:[a-z]+:? ){0,2}%s\)| (?:titled|called|named) %s" % ((NAMED,) * 2))
 # "the listing's agent's email" reads "the email of the listing's agent"
 _CHAIN = re.compile(r"\bthe ((?:[a-z]+ ){0,2}[a-z]+)'s ((?:[a-z]+ )?[a-z]+)'s "
                     r"(email address|phone number|email|phone|name|job title|title|city)\b")

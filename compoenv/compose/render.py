@@ -241,7 +241,7 @@ def phrase(spec: ToolSpec, walk: Walk, bindings: list[Binding],
         elif isinstance(b.value, bool) and b.source is None:  # "(with ev charging)"
             extras.append(f"{'with' if b.value else 'without'} {words(_FLAG.sub('', b.param))}")
         elif not (identifies(b) and b.param in spec.phrase if spec.phrase else False):
-            extras.append(f"{words(b.param)} {shown}")
+            extras.append(f"{words(b.param)}: {shown}")  # "(category: travel)"
     for name in fields - values.keys():
         values[name] = "the default"
     text = fix_articles(_THE_THE.sub("the", template.format(**values)))
