@@ -400,35 +400,46 @@ def _rival_named(expected: str, message: str, world: World | None, kind: str,
     """The first of ``rivals`` the message names, each read as a value of its own kind: not
     one the request states, nor the expected value (numbers compare as numbers: 150 and
     149.50 are rivals whichever way written). Values the job's own writes were given or
-    answered are no rivals in the first place (``compoenv.compose.rubric``)."""
-    target = {kind: canonical(expected, kind, world)}
+    answered are no rivals in the first place (``compoenv.compose.rubric``). The message is
+    read once per kind, whatever the number of rivals."""
+    named: dict[str, tuple[set[Any], set[Any]]] = {}  # kind -> (named, not counted)
+
+    def values(own: str) -> tuple[set[Any], set[Any]]:
+        if own not in named:
+            family = _NUMERIC if own in _NUMERIC else (own,)
+            norm = _rounded if own in _NUMERIC else (lambda v: v)
+            seen = {norm(v) for k in family
+                    for v in read_mentions(message, world, frozenset({k})).of(k)}
+            skip = {norm(v) for k in family for v in _echoes(instruction, world, k)}
+            if own in _NUMERIC and kind in _NUMERIC or own == kind:
+                skip.add(norm(canonical(expected, kind, world)))
+            named[own] = seen, skip
+        return named[own]
+
+    text = message if message.isascii() else _fold(message)
+    stated = f" {' '.join(words(_fold(instruction)))} "
+    target_words = words(_fold(expected))
+    listed: set[tuple[str, ...]] | None = None
     for rival in rivals:
         own = kind_of(rival, world)
         if own == "text":  # a name of several words anywhere; one word as a listed item
-            text = message if message.isascii() else _fold(message)
-            said, stated = words(_fold(rival)), " ".join(words(_fold(instruction)))
-            target_words = words(_fold(expected))
-            if f" {' '.join(said)} " in f" {stated} " or content(said) == content(target_words):
+            said = words(_fold(rival))
+            if f" {' '.join(said)} " in stated or content(said) == content(target_words):
                 continue
             if len(content(said)) >= 2:
                 if stands_alone(said, tokens(text), world):
                     return rival
-            elif content(said) in {found for found, _ in short_items(text, target_words)}:
+                continue
+            if listed is None:
+                listed = {found for found, _ in short_items(text, target_words)}
+            if content(said) in listed:
                 return rival
             continue
-        family = _NUMERIC if own in _NUMERIC else (own,)
-        key = _rounded(canonical(rival, own, world)) if own in _NUMERIC else canonical(
-            rival, own, world)
-        for k in family:
-            seen = read_mentions(message, world, frozenset({k})).of(k)
-            skip = _echoes(instruction, world, k)
-            if k in target:
-                skip = skip | {target[k]}
-            if own in _NUMERIC:
-                seen, skip = {_rounded(v) for v in seen}, {_rounded(v) for v in skip} | {
-                    _rounded(canonical(expected, kind, world)) if kind in _NUMERIC else None}
-            if key in seen and key not in skip:
-                return rival
+        key = canonical(rival, own, world)
+        seen, skip = values(own)
+        key = _rounded(key) if own in _NUMERIC else key
+        if key in seen and key not in skip:
+            return rival
     return None
 
 
