@@ -223,7 +223,12 @@ def test_a_goal_request_states_the_decision_and_asks_for_the_message_by_its_fact
     for task in _tasks("goal"):
         assert re.search(r"(Go with|Pick|It should be|Use|Choose) the cheapest hotel in ",
                          task.instruction)
-        assert "about their room at the hotel, naming the hotel" in task.instruction
+        # the goal says the fan-out (a room each, told about it): what only the user knows of
+        # the bookings is said as facts, what the emails must name once for all of them
+        assert re.search(r"For each hotel reservation, the check-in date is [-\d]+ and the "
+                         r"number of nights is \d\.", task.instruction)
+        assert re.search(r"name the hotel|should name the hotel", task.instruction)
+        assert "book that hotel" not in task.instruction
         assert "Your room is booked" not in task.instruction  # the wording is the agent's
         named = [c for c in task.rubric if isinstance(c, CallCriterion) and c.mentions]
         sends = [c for c in task.solution if c.name == "email__send_email"]
@@ -411,3 +416,46 @@ def test_a_message_worded_as_a_placeholder_fails_and_any_real_wording_passes():
                 assert score_rubric(task.rubric, outcome).passed is passes, (task.id, play.detail)
                 tried += not passes
     assert tried >= 10
+
+
+DINNER = {
+    "name": "client_dinner_facts", "domain": "hospitality",
+    "persona": ["I host client dinners for {employer}."],
+    "goal": "A client dinner needs booking at the cheapest restaurant in town, put in my "
+            "calendar, and the client told about it.",
+    "services": ["restaurants", "calendar", "email"],
+    "stages": [
+        {"tools": ["restaurants__search_restaurants"], "take": "pick", "items": [2, 8],
+         "by": [{"field": "average_price_per_person", "order": "min",
+                 "says": "the cheapest restaurant"}]},
+        {"tools": ["restaurants__book_reservation"],
+         "args": {"party_size": 4, "time": "19:30"}},
+        {"tools": ["calendar__create_event"], "args": {"title": "Client dinner"},
+         "about": "the client dinner"},
+        {"tools": ["email__send_email"], "fresh": True, "about": "the dinner booking",
+         "args": {"subject": "Dinner", "body": "Our table is booked."}},
+    ],
+    "rules": [], "report": [0, 1]}
+
+
+def test_what_only_the_user_knows_of_a_write_the_goal_covers_is_said_as_facts() -> None:
+    """The goal says the booking; its party size and time are facts of the reservation, not a
+    call to transcribe, and the grader still holds the booking to them."""
+    composer = _composer("goal", DINNER)
+    seen = 0
+    for seed in range(4):
+        task = composer.sample(seed)
+        request = task.instruction.rpartition("Request: ")[2]
+        booking = next(c for c in task.solution if c.name == "restaurants__book_reservation")
+        if "book " in request:
+            continue  # a value the goal cannot carry (a found one) keeps the call asked
+        seen += 1
+        facts = re.search(r"For the reservation, ([^.]*)\.", request)
+        assert facts and "the party size is 4" in facts[1] and "the time is 19:30" in facts[1], \
+            request
+        assert replay(task).rubric_score == 1.0
+        message = "Done. " + "; ".join(task.answer) + "."
+        calls = [(c.name, {**c.arguments, "party_size": 5} if c is booking else c.arguments)
+                 for c in task.solution]
+        assert _play(task, calls, message) < 1.0
+    assert seen

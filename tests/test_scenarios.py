@@ -312,7 +312,11 @@ def test_per_item_stated_values_are_the_ones_the_request_shows() -> None:
     assert goal.guidance == "goal" and [c.name for c in goal.solution] == [
         c.name for c in task.solution]
     assert "We'd love to see you there" not in goal.instruction
-    assert "For each of my contacts who work at " in goal.instruction
+    # the goal says the fan-out ("everyone I know there gets an invitation"), and each email
+    # goes to that contact's own address: the request says whom it is about, not the calls
+    assert re.search(r"(This is about|It concerns|The job concerns) my contacts who work at ",
+                     goal.instruction)
+    assert "For each" not in goal.instruction and "send an email" not in goal.instruction
     assert "found" not in goal.instruction and "Then" not in goal.instruction
     assert "We'd love to see you there" not in json.dumps([c.model_dump() for c in goal.rubric])
 

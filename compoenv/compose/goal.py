@@ -19,10 +19,10 @@ import re
 from typing import Any
 
 from compoenv.compose.config import GUIDANCE
-from compoenv.compose.labels import fix_articles, plural, singular
+from compoenv.compose.labels import field_label, fix_articles, plural, singular
 from compoenv.compose.records import Binding, Walk
 from compoenv.compose.render import NAMED, PEOPLE, identifies, noun, owner_reference, phrase, reference, \
-    report_sentences, with_rules
+    report_sentences, stated, with_rules
 from compoenv.schema import free_text
 
 __all__ = ["GUIDANCE", "render_goal", "free_params", "message_facts", "facts_about", "name_of",
@@ -402,9 +402,13 @@ def render_goal(walk: Walk, context: str | None = None, hints: int = 0,
                     needed.append(steps[0])
                 else:
                     asks.append(said)
-    goal_says, to_name = goal_work(walk, free, " ".join(
-        [context or "", *walk.rules, *needs, *asks, *(_decision(walk, i) for i in decided)]),
-        context or "")
+    stated_ = " ".join(
+        [context or "", *walk.rules, *needs, *asks, *(_decision(walk, i) for i in decided)])
+    goal_says, to_name = goal_work(walk, free, stated_, context or "")
+    details = told_writes(walk, free, goal_says, stated_, context or "")
+    goal_says = goal_says | details.keys()
+    for index in details:  # what a message among them must name is asked with the rest
+        to_name += [k for k, _ in message_facts(walk, index) if k not in to_name]
     for segment in walk.segments:
         steps = [i for i in segment.steps if i not in walk.rule_steps]
         if not steps or all(walk.steps[i].spec.read_only for i in steps):
@@ -414,12 +418,13 @@ def render_goal(walk: Walk, context: str | None = None, hints: int = 0,
                  if b.source in fed and b.path[:1] and b.path[0][:1] == "#"}
         if lead is not None and len(lists) == 1:
             list_step = lists.pop()
-            if all(i in goal_says for i in steps if not walk.steps[i].spec.read_only) \
-                    and not lead.group(2):
+            if all(i in goal_says for i in steps if not walk.steps[i].spec.read_only):
                 # the goal says it ("every booking I hold cancelled"): what the list is of is
                 # said once, as what the job is about, where the user states something of it
-                if any(b.source is None for b in walk.steps[list_step].bindings):
-                    needs.append(_listing(walk, list_step))
+                # or leaves someone out ("the leads at Acme other than Wei Ibrahim")
+                if lead.group(2) or any(b.source is None
+                                        for b in walk.steps[list_step].bindings):
+                    needs.append(_listing(walk, list_step) + lead.group(2))
                     needed.append(list_step)
                 continue
             wants.append(_fan(walk, steps, list_step, lead.group(2), free))
@@ -440,13 +445,15 @@ def render_goal(walk: Walk, context: str | None = None, hints: int = 0,
     said = " ".join(w if isinstance(w, str) else " ".join(w) for w in wants + decisions)
     # a lookup whose every stated value the request says anyway needs no sentence of its own
     told = f"{context or ''} {said}".casefold()
-    needs = [n for n, i in zip(needs, needed) if n.casefold() not in said.casefold() and not all(
+    needs = [n for n, i in zip(needs, needed) if n.casefold() not in said.casefold() and (
+        " other than " in n or not all(
         re.search(r"(?<![\w.@-])%s(?![\w@-]|\.\w)" % re.escape(_show_value(b.value).casefold()),
-                  told) for b in walk.steps[i].bindings if b.source is None)]
+                  told) for b in walk.steps[i].bindings if b.source is None))]
     if needs:
         sentences.append(_say(_ABOUT, _and([_article(n) for n in needs]), rng))
     if decisions:
         sentences.append(_say(_DECIDE, _and(decisions), rng))
+    sentences += fact_sentences(walk, details)
     opened = False
     for want in wants:
         if isinstance(want, str):
@@ -541,12 +548,14 @@ def goal_work(walk: Walk, free: dict[int, frozenset[str]], stated: str,
     goal = goal.casefold()
     writes = [i for i, step in enumerate(walk.steps) if not step.spec.read_only
               and i not in walk.extras and i not in walk.rule_steps]
+    own = _fanned(walk)
 
     def implied(said: dict[int, str]) -> set[int]:
         return {i for i in writes if all(
             b.param in free.get(i, frozenset())
             or walk.shown.get((walk.steps[i].spec.qualified_name, b.param)) == NAMED
             or identifies(b)
+            or (b.source is not None and b.source == own.get(i))
             or (isinstance(b.value, str) and len(b.value) >= 3
                 and b.value.casefold() in said.get(i, stated))
             or _goal_names(walk, b, goal) for b in walk.steps[i].bindings)}
@@ -568,6 +577,98 @@ def goal_work(walk: Walk, free: dict[int, frozenset[str]], stated: str,
     for index in sorted(out):
         kinds += [k for k, _ in message_facts(walk, index) if k not in kinds]
     return out, kinds
+
+
+def _its_own(walk: Walk, binding: Binding) -> bool:
+    """Whether a found value is the chosen item's own field of the parameter's name (the
+    restaurant's ``restaurant_name`` and ``city`` for a reservation there): a write about the
+    thing the user decided on takes it without being told."""
+    return binding.source in walk.choices and binding.path[-1:] == (binding.param,)
+
+
+# the verbs of tools that change a record that was there: what they set is its "new" value
+_CHANGES = frozenset({"update", "set", "move", "reschedule", "mark", "close", "rename",
+                      "edit", "change", "assign", "flag", "pause", "resume"})
+_UNITS = re.compile(r"_(minutes|hours|days|nights|weeks|months|years)$")
+
+
+def _unit(param: str) -> str:
+    """The unit a parameter's name carries and its label does not ("duration_minutes": the
+    duration is 30 minutes)."""
+    unit = _UNITS.search(param)
+    return f" {unit.group(1)}" if unit else ""
+
+
+def told_writes(walk: Walk, free: dict[int, frozenset[str]], said: set[int], stated: str,
+                goal: str = "") -> dict[int, list[Binding]]:
+    """The writes the goal covers but for values only the user knows (a table for 10 at
+    19:00, each case's priority): the request states those as facts of the thing ("For the
+    reservation, the party size is 10 and the time is 19:00") instead of asking for the call.
+    A message is still asked for as one (its facts are what it must say); a tool the job
+    uses for more than one thing, each with its own values, is asked for each."""
+    stated, goal = stated.casefold(), goal.casefold()
+    own = _fanned(walk)
+    writes = [i for i, step in enumerate(walk.steps) if not step.spec.read_only
+              and i not in said and i not in walk.extras and i not in walk.rule_steps]
+    out: dict[int, list[Binding]] = {}
+    for i in writes:
+        step = walk.steps[i]
+        if free.get(i, frozenset()) & _MESSAGE and i not in own:
+            continue  # a message is asked for as one, but for the goal's own fan-out
+        facts = [b for b in step.bindings if b.source is None
+                 and b.param not in free.get(i, frozenset())
+                 and walk.shown.get((step.spec.qualified_name, b.param)) != NAMED]
+        if facts and all(
+                b in facts or b.param in free.get(i, frozenset())
+                or walk.shown.get((step.spec.qualified_name, b.param)) == NAMED
+                or identifies(b) or (b.source is not None and b.source == own.get(i))
+                or _its_own(walk, b) or _goal_names(walk, b, goal) for b in step.bindings):
+            out[i] = facts
+    tools: dict[str, set[tuple[Any, ...]]] = {}
+    for i, step in enumerate(walk.steps):  # one fact sentence per tool: "the task" is one,
+        if not step.spec.read_only:        # or alike for every item of one list
+            tools.setdefault(step.spec.qualified_name, set()).add(
+                (own.get(i, -1 - i), tuple((b.param, repr(b.value)) for b in out.get(i, ()))))
+    return {i: facts for i, facts in out.items()
+            if len(tools[walk.steps[i].spec.qualified_name]) == 1}
+
+
+def fact_sentences(walk: Walk, told_: dict[int, list[Binding]]) -> list[str]:
+    """The fact sentences of ``told_writes``, one per tool: "For the reservation, the party
+    size is 10 and the time is 19:00."; "For each support ticket, the priority is high.";
+    a change to a found record says the new value ("For the event, the new start time is
+    ...")."""
+    own = _fanned(walk)
+    out: list[str] = []
+    done: set[str] = set()
+    for i, facts in told_.items():
+        spec = walk.steps[i].spec
+        if spec.qualified_name in done:
+            continue
+        done.add(spec.qualified_name)
+        kind = noun(spec)
+        new = "new " if spec.name.split("_", 1)[0] in _CHANGES else ""
+        parts = [f"the {new}{field_label(spec.parameters, (b.param,), kind)} is "
+                 f"{stated(spec, b)}{_unit(b.param)}" for b in facts]
+        whose = f"each {kind}" if i in own else f"the {kind}"
+        out.append(f"For {whose}, {_and(parts)}.")
+    return out
+
+
+def _fanned(walk: Walk) -> dict[int, int]:
+    """Write -> the list a fan-out segment does it for, item by item: what such a write takes
+    of its own item (each lead's name and email, for "each of them made a lead") goes without
+    saying once the goal says the fan-out."""
+    out: dict[int, int] = {}
+    for segment in walk.segments:
+        if _FAN_LEAD.match(segment.text or "") is None:
+            continue
+        for index in segment.steps:
+            sources = {b.source for b in walk.steps[index].bindings if b.source is not None
+                       and b.path[:1] and b.path[0][:1] == "#" and b.source not in walk.choices}
+            if len(sources) == 1:
+                out[index] = sources.pop()
+    return out
 
 
 def _said(stated: str, literal: dict[int, list[str]], unasked: set[int]) -> dict[int, str]:

@@ -55,6 +55,7 @@ FIELD_LABELS: dict[str, str] = {
     "precipitation_chance": "chance of rain", "nightly_rate": "nightly rate",
     "is_active": "active status", "to": "recipient", "tax_due": "amount due", "ytd_gross": "year-to-date gross pay",
     "ytd_withheld": "year-to-date tax withheld", "ev_charging": "EV charging",
+    "check_in": "check-in date", "check_out": "check-out date",
 }
 
 

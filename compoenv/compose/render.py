@@ -228,7 +228,7 @@ def phrase(spec: ToolSpec, walk: Walk, bindings: list[Binding],
         if (spec.qualified_name, b.param) in walk.shown:  # a house rule says what goes here
             shown = walk.shown[(spec.qualified_name, b.param)]
         elif b.source is None:
-            shown = _show(b, _plain_schema(props.get(b.param)))
+            shown = stated(spec, b)
         else:
             shown = shorter.get(b.param) or _day_of(walk.steps[b.source].spec, b)
             if (b.interface not in _WHO and shown.startswith("the ")
@@ -401,6 +401,12 @@ def _beside(walk: Walk, email: Binding, name: Any) -> bool:
     record = extract(walk.steps[email.source].result, email.path[:-1]) if email.path[:-1] \
         else [walk.steps[email.source].result]
     return any(isinstance(r, dict) and name in r.values() for r in record)
+
+
+def stated(spec: ToolSpec, binding: Binding) -> str:
+    """A value the request states for one of ``spec``'s parameters, as the request writes it
+    (an enum as its words, text quoted, 19400 not 19400.0)."""
+    return _show(binding, _plain_schema(spec.parameters.get("properties", {}).get(binding.param)))
 
 
 def _plain_schema(schema: dict | None) -> dict | None:
