@@ -629,8 +629,25 @@ def told_writes(walk: Walk, free: dict[int, frozenset[str]], said: set[int], sta
         if not step.spec.read_only:        # or alike for every item of one list
             tools.setdefault(step.spec.qualified_name, set()).add(
                 (own.get(i, -1 - i), tuple((b.param, repr(b.value)) for b in out.get(i, ()))))
+    named = _alike(walk)
     return {i: facts for i, facts in out.items()
-            if len(tools[walk.steps[i].spec.qualified_name]) == 1}
+            if len(tools[walk.steps[i].spec.qualified_name]) == 1 or _apart(walk, i, out, named)}
+
+
+def _apart(walk: Walk, index: int, told_: dict[int, list[Binding]], named: dict[int, str]) -> bool:
+    """Whether every write of ``index``'s tool is told, each by one value of one parameter, on
+    a thing the request names apart ("4 of the cheapest office product, 3 of the cheapest
+    kitchen one"): said as one sentence of values ("The quantities are 4 for ..., 3 for ...")."""
+    name = walk.steps[index].spec.qualified_name
+    alike = [i for i, step in enumerate(walk.steps) if step.spec.qualified_name == name]
+    return all(i in told_ and len(told_[i]) == 1 and told_[i][0].param == told_[index][0].param
+               and _thing(walk, i, named) for i in alike)
+
+
+def _thing(walk: Walk, index: int, named: dict[int, str]) -> str | None:
+    """How the request names the thing a write acts on, where it names it apart."""
+    return next((named[b.source] for b in walk.steps[index].bindings
+                 if identifies(b) and b.source in named), None)
 
 
 def fact_sentences(walk: Walk, told_: dict[int, list[Binding]]) -> list[str]:
@@ -638,7 +655,7 @@ def fact_sentences(walk: Walk, told_: dict[int, list[Binding]]) -> list[str]:
     size is 10 and the time is 19:00."; "For each support ticket, the priority is high.";
     a change to a found record says the new value ("For the event, the new start time is
     ...")."""
-    own = _fanned(walk)
+    own, named = _fanned(walk), _alike(walk)
     out: list[str] = []
     done: set[str] = set()
     for i, facts in told_.items():
@@ -647,6 +664,13 @@ def fact_sentences(walk: Walk, told_: dict[int, list[Binding]]) -> list[str]:
             continue
         done.add(spec.qualified_name)
         kind = noun(spec)
+        alike = [j for j in told_ if walk.steps[j].spec.qualified_name == spec.qualified_name]
+        if len(alike) > 1 and i not in own:  # "The quantities are 4 for ..., 3 for ..."
+            label = plural(field_label(spec.parameters, (facts[0].param,), kind))
+            out.append(_sentence(f"the {label} are " + _and([
+                f"{stated(spec, told_[j][0])}{_unit(facts[0].param)} for "
+                f"{_thing(walk, j, named)}" for j in alike])))
+            continue
         new = "new " if spec.name.split("_", 1)[0] in _CHANGES else ""
         parts = [f"the {new}{field_label(spec.parameters, (b.param,), kind)} is "
                  f"{stated(spec, b)}{_unit(b.param)}" for b in facts]
