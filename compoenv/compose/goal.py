@@ -556,7 +556,7 @@ def goal_work(walk: Walk, free: dict[int, frozenset[str]], stated: str,
             or walk.shown.get((walk.steps[i].spec.qualified_name, b.param)) == NAMED
             or identifies(b)
             or (b.source is not None and b.source == own.get(i))
-            or (isinstance(b.value, str) and len(b.value) >= 3
+            or (isinstance(b.value, str) and len(b.value) >= 3 and not _addressed(free, i, b)
                 and b.value.casefold() in said.get(i, stated))
             or _goal_names(walk, b, goal) for b in walk.steps[i].bindings)}
 
@@ -677,6 +677,13 @@ def fact_sentences(walk: Walk, told_: dict[int, list[Binding]]) -> list[str]:
         whose = f"each {kind}" if i in own else f"the {kind}"
         out.append(f"For {whose}, {_and(parts)}.")
     return out
+
+
+def _addressed(free: dict[int, frozenset[str]], index: int, binding: Binding) -> bool:
+    """Whether ``binding`` is the address a message goes to, as the user states it: that
+    the request says the address elsewhere (whose file it is) does not say the message goes
+    there, so the message is asked for with it ("an email to hana@... about ...")."""
+    return binding.interface == "EmailAddress" and bool(free.get(index, frozenset()) & _MESSAGE)
 
 
 def _fanned(walk: Walk) -> dict[int, int]:
